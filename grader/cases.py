@@ -1,0 +1,195 @@
+"""Correctness cases: hypothesis strategies from a spec, edge cases, and input generation.
+
+A :class:`Case` is a shape (one value per dim), one value distribution per input,
+and a seed; :func:`make_inputs` turns it into arrays deterministically, with
+numpy (tests, CPU) or cupy (grading, GPU) as ``xp``. ``Case.token`` is a short
+string that ``grade EX --case TOKEN`` runs again.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from hypothesis import HealthCheck, Phase, Verbosity, settings
+from hypothesis import strategies as st
+
+from grader.spec import DimSpec, Spec, dims_label, elements
+
+MAX_SEED = 2**32 - 1
+
+
+@dataclass(frozen=True)
+class Case:
+    """One correctness case: dims, the index of each input's distribution in the spec, a seed."""
+    dims: tuple[tuple[str, int], ...]
+    dists: tuple[tuple[str, int], ...]
+    seed: int
+    origin: str = "hypothesis"  # "edge", "hypothesis" or "repro"
+
+    @property
+    def dim_dict(self) -> dict[str, int]:
+        return dict(self.dims)
+
+    @property
+    def token(self) -> str:
+        """``rows=3,cols=1025/x=1/seed=42``: what ``grade EX --case`` accepts."""
+        dists = ",".join(f"{k}={v}" for k, v in self.dists)
+        return f"{','.join(f'{k}={v}' for k, v in self.dims)}/{dists}/seed={self.seed}"
+
+    def describe(self, spec: Spec) -> str:
+        vals = ", ".join(f"{name}~{spec.values[name][i].label}" for name, i in self.dists)
+        return f"{dims_label(self.dim_dict)} ({vals})"
+
+    def size(self) -> int:
+        """Product of the dims: a rough measure of how big the case is."""
+        return math.prod(max(v, 1) for _, v in self.dims)
+
+
+def parse_token(spec: Spec, token: str) -> Case:
+    """Inverse of :attr:`Case.token`.
+
+    Raises:
+        ValueError: one line naming the bad part and the expected form.
+    """
+    form = "expected 'DIM=V,.../INPUT=K,.../seed=S' as printed by grade"
+    parts = token.strip().split("/")
+    if len(parts) != 3 or not parts[2].startswith("seed="):
+        raise ValueError(f"--case {token!r}: {form}")
+    try:
+        dims = {k: int(v) for k, v in (p.split("=") for p in parts[0].split(",") if p)}
+        dists = {k: int(v) for k, v in (p.split("=") for p in parts[1].split(",") if p)}
+        seed = int(parts[2][5:])
+    except ValueError:
+        raise ValueError(f"--case {token!r}: {form}") from None
+    problem = spec.check_dims(dims)
+    if problem:
+        raise ValueError(f"--case {token!r}: {problem}")
+    for t in spec.inputs:
+        k = dists.get(t.name, 0)
+        if not 0 <= k < len(spec.values[t.name]):
+            raise ValueError(f"--case {token!r}: {t.name}={k} but the spec has {len(spec.values[t.name])} distributions")
+        dists[t.name] = k
+    return Case(tuple((d.name, dims[d.name]) for d in spec.dims),
+                tuple((t.name, dists[t.name]) for t in spec.inputs), seed % (MAX_SEED + 1), "repro")
+
+
+# -- profiles -------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Profile:
+    """How hard to look: ``examples`` hypothesis cases after the edge cases, and a size budget
+    (elements over all arrays) for generated cases so a quick run stays quick."""
+    name: str
+    examples: int
+    max_elements: int
+    hidden: bool  # run hidden edge cases and benchmark shapes
+
+    def hypothesis_settings(self) -> settings:
+        """Explicit settings, independent of any hypothesis profile loaded from the environment
+        (CI=true loads hypothesis' "ci" profile; a grade must not depend on where it ran)."""
+        return settings(
+            settings.get_profile("default"),
+            max_examples=self.examples, deadline=None, database=None, derandomize=False,
+            print_blob=False, report_multiple_bugs=False, verbosity=Verbosity.quiet,
+            suppress_health_check=list(HealthCheck),
+            phases=(Phase.explicit, Phase.generate, Phase.shrink),
+        )
+
+
+PROFILES = {
+    "quick": Profile("quick", examples=25, max_elements=2**24, hidden=False),
+    "grading": Profile("grading", examples=120, max_elements=2**27, hidden=True),
+}
+
+
+def combine_seed(seed: int, secret: str | None) -> int:
+    """The seed hypothesis uses: ``seed`` alone, or mixed with a secret (grading mode) via SHA-256."""
+    if not secret:
+        return seed
+    digest = hashlib.sha256(f"{seed}:{secret}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") % (MAX_SEED + 1)
+
+
+# -- strategies -----------------------------------------------------------------------------------
+def _dim_value(d: DimSpec, cap: int) -> st.SearchStrategy[int]:
+    """Log-uniform over [min, min(max, cap)] in steps of multiple_of; shrinks towards min."""
+    lo = -(-d.min // d.multiple_of)
+    hi = min(d.max, max(cap, d.min)) // d.multiple_of
+    hi = max(hi, lo)
+    span_bits = max(0, (hi - lo).bit_length())
+
+    @st.composite
+    def draw(draw_fn: Any) -> int:
+        bits = draw_fn(st.integers(0, span_bits))
+        top = min(hi - lo, (1 << bits) - 1)
+        offset = draw_fn(st.integers(0, top))
+        return (lo + offset) * d.multiple_of
+
+    return draw()
+
+
+def case_strategy(spec: Spec, profile: Profile) -> st.SearchStrategy[Case]:
+    """Cases whose dims satisfy every range, multiple and constraint of the spec and whose total
+    element count stays within ``profile.max_elements``."""
+    per_dim_cap = max(64, int(profile.max_elements))
+
+    @st.composite
+    def draw(draw_fn: Any) -> Case:
+        dims = {d.name: draw_fn(_dim_value(d, per_dim_cap)) for d in spec.dims}
+        from hypothesis import assume
+        assume(spec.check_dims(dims) is None)
+        assume(elements(spec, dims) <= profile.max_elements)
+        dists = tuple((t.name, draw_fn(st.integers(0, len(spec.values[t.name]) - 1))) for t in spec.inputs)
+        seed = draw_fn(st.integers(0, MAX_SEED))
+        return Case(tuple((d.name, dims[d.name]) for d in spec.dims), dists, seed)
+
+    return draw()
+
+
+def edge_cases(spec: Spec, profile: Profile, seed: int) -> list[Case]:
+    """The spec's edge cases (hidden ones only when the profile runs them), each paired with the
+    distributions in turn, so every distribution meets several shapes; seeds derive from ``seed``."""
+    out = []
+    for i, e in enumerate(c for c in spec.edge_cases if profile.hidden or not c.hidden):
+        dists = tuple((t.name, i % len(spec.values[t.name])) for t in spec.inputs)
+        out.append(Case(e.dims, dists, (seed * 7919 + i) % (MAX_SEED + 1), "edge"))
+    return out
+
+
+def hidden_counts(spec: Spec) -> tuple[int, int]:
+    """(hidden edge cases, hidden benchmark shapes)."""
+    return sum(c.hidden for c in spec.edge_cases), sum(b.hidden for b in spec.benchmarks)
+
+
+# -- inputs -----------------------------------------------------------------------------------------
+def make_inputs(spec: Spec, case: Case, xp: Any) -> list[Any]:
+    """Arrays for ``case`` in the spec's dtypes and shapes, C-contiguous, drawn with ``xp.random.RandomState``.
+
+    Deterministic for a given (case, xp): numpy and cupy draw different numbers for one seed.
+    """
+    dists = dict(case.dists)
+    dims = case.dim_dict
+    arrays = []
+    for i, t in enumerate(spec.inputs):
+        dist = spec.values[t.name][dists[t.name]]
+        shape = t.concrete_shape(dims)
+        rs = xp.random.RandomState((case.seed + 1_000_003 * i) % (MAX_SEED + 1))
+        arrays.append(draw_values(xp, rs, dist.kind, dict(dist.params), shape, t.dtype))
+    return arrays
+
+
+def draw_values(xp: Any, rs: Any, kind: str, p: Mapping[str, float], shape: tuple[int, ...], dtype: str) -> Any:
+    """Values of one distribution (see ``spec.DISTRIBUTIONS``), cast to ``dtype``."""
+    if kind == "normal":
+        a = rs.normal(p["mean"], p["std"], size=shape)
+    elif kind == "uniform":
+        a = rs.uniform(p["low"], p["high"], size=shape)
+    elif kind in ("integers", "skewed"):
+        a = rs.randint(int(p["low"]), int(p["high"]), size=shape, dtype=xp.int64)
+        if kind == "skewed":
+            mask = rs.random_sample(size=shape) < p["fraction"]
+            a = xp.where(mask, int(p["value"]), a)
+    else:  # pragma: no cover - spec validation rejects unknown kinds
+        raise ValueError(kind)
+    return xp.ascontiguousarray(a.astype(dtype))

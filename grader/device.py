@@ -1,0 +1,179 @@
+"""GPU detection, the arch key (``sm_90``), measured ceilings and the SM clock.
+
+Nothing here raises when there is no GPU: :func:`detect` returns None and :func:`unavailable_reason`
+says why in one line. Ceilings are measured on the device (not taken from datasheets) and cached per
+device and driver in ``~/.cache/gpu-kernel-grader/`` (``GRADER_CACHE_DIR`` overrides).
+"""
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """The GPU grading runs on. ``arch`` is the compute-capability key, e.g. "sm_90"; l2_bytes and
+    memory_bytes in bytes; ``driver`` and ``runtime`` are CUDA versions as integers (13000 = 13.0)."""
+    index: int
+    name: str
+    arch: str
+    sm_count: int
+    l2_bytes: int
+    memory_bytes: int
+    driver: int
+    runtime: int
+    cupy: str
+
+
+@dataclass(frozen=True)
+class Ceilings:
+    """Measured ceilings: device-to-device copy bandwidth (GB/s, bytes read + written) and, when an
+    exercise needs them, dense matrix-product rates through cuBLAS (TFLOP/s)."""
+    copy_gbps: float
+    fp32_tflops: float | None = None
+    fp16_tflops: float | None = None
+    measured: str = ""
+
+    def for_kind(self, kind: str) -> float | None:
+        """Ceiling in the unit the exercise scores in: GB/s for "memory", TFLOP/s otherwise."""
+        return {"memory": self.copy_gbps, "fp32": self.fp32_tflops, "fp16": self.fp16_tflops}[kind]
+
+
+@dataclass(frozen=True)
+class ClockState:
+    """SM clock (MHz) against its maximum, temperature (C), and any active throttle reasons
+    (NVML clock-event reasons other than idle and application-clock settings)."""
+    sm_mhz: int
+    max_sm_mhz: int
+    temperature_c: int
+    throttle: tuple[str, ...]
+
+    @property
+    def throttled(self) -> bool:
+        return bool(self.throttle) or self.sm_mhz < 0.9 * self.max_sm_mhz
+
+
+def unavailable_reason() -> str | None:
+    """None when CuPy can use a CUDA GPU here, else a one-line reason."""
+    try:
+        import cupy
+    except Exception as exc:  # noqa: BLE001
+        return f"CuPy cannot be imported ({type(exc).__name__}: {exc})"
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as exc:  # noqa: BLE001
+        text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return f"no usable CUDA GPU ({text})"
+    return None if count > 0 else "no CUDA GPU found"
+
+
+def detect(index: int = 0) -> DeviceInfo | None:
+    """The GPU at ``index``, or None when there is none."""
+    if unavailable_reason() is not None:
+        return None
+    import cupy
+    rt = cupy.cuda.runtime
+    props = rt.getDeviceProperties(index)
+    name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+    return DeviceInfo(index=index, name=name, arch=f"sm_{props['major']}{props['minor']}",
+                      sm_count=int(props["multiProcessorCount"]), l2_bytes=int(props["l2CacheSize"]),
+                      memory_bytes=int(props["totalGlobalMem"]), driver=int(rt.driverGetVersion()),
+                      runtime=int(rt.runtimeGetVersion()), cupy=cupy.__version__)
+
+
+def cache_dir() -> Path:
+    d = Path(os.environ.get("GRADER_CACHE_DIR", Path.home() / ".cache" / "gpu-kernel-grader"))
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def _median_event_ms(fn: Callable[[], Any], reps: int) -> float:
+    import cupy
+    fn()
+    times = []
+    for _ in range(reps):
+        a, b = cupy.cuda.Event(), cupy.cuda.Event()
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(cupy.cuda.get_elapsed_time(a, b))
+    return statistics.median(times)
+
+
+def measure_copy_gbps(nbytes: int = 1 << 30) -> float:
+    """Device-to-device copy bandwidth in GB/s, counting bytes read plus bytes written (median of 30)."""
+    import cupy
+    src = cupy.ones(nbytes // 4, cupy.float32)
+    dst = cupy.empty_like(src)
+    ms = _median_event_ms(lambda: cupy.copyto(dst, src), 30)
+    return 2 * nbytes / ms / 1e6
+
+
+def measure_matmul_tflops(dtype: str, n: int = 8192) -> float:
+    """cuBLAS (``cupy.matmul``) rate on random n x n x n inputs, TFLOP/s (2 n^3 per product, median of 10)."""
+    import cupy
+    a = cupy.random.standard_normal((n, n), dtype=cupy.float32).astype(dtype)
+    b = cupy.random.standard_normal((n, n), dtype=cupy.float32).astype(dtype)
+    c = cupy.empty((n, n), dtype)
+    ms = _median_event_ms(lambda: cupy.matmul(a, b, out=c), 10)
+    return 2 * n**3 / ms / 1e9
+
+
+def ceilings(info: DeviceInfo, kinds: set[str], refresh: bool = False) -> Ceilings:
+    """Measured ceilings for this device, from the cache when present (``refresh`` re-measures)."""
+    path = cache_dir() / f"ceilings-{info.name.replace(' ', '_')}-{info.arch}-drv{info.driver}.json"
+    cached: dict[str, Any] = {}
+    if path.is_file() and not refresh:
+        try:
+            cached = json.loads(path.read_text())
+        except ValueError:
+            cached = {}
+    changed = False
+    if "copy_gbps" not in cached:
+        cached["copy_gbps"] = measure_copy_gbps()
+        changed = True
+    for kind in kinds & {"fp32", "fp16"}:
+        key = f"{kind}_tflops"
+        if cached.get(key) is None:
+            cached[key] = measure_matmul_tflops("float32" if kind == "fp32" else "float16")
+            changed = True
+    if changed:
+        cached["measured"] = time.strftime("%Y-%m-%dT%H:%M:%S")
+        path.write_text(json.dumps(cached, indent=1))
+    fields = Ceilings.__dataclass_fields__
+    return Ceilings(**{k: v for k, v in cached.items() if k in fields})
+
+
+_THROTTLE_IGNORED = {"GpuIdle", "ApplicationsClocksSetting", "None"}
+
+
+def clock_state(index: int = 0) -> ClockState | None:
+    """Current SM clock and throttle reasons through NVML; None when NVML is unavailable."""
+    try:
+        import pynvml as nv
+        nv.nvmlInit()
+        h = nv.nvmlDeviceGetHandleByIndex(index)
+        sm = nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM)
+        mx = nv.nvmlDeviceGetMaxClockInfo(h, nv.NVML_CLOCK_SM)
+        temp = nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU)
+        reasons = nv.nvmlDeviceGetCurrentClocksEventReasons(h)
+        names = []
+        for attr in dir(nv):
+            if attr.startswith("nvmlClocksEventReason") and attr != "nvmlClocksEventReasonAll":
+                bit = getattr(nv, attr)
+                label = attr.removeprefix("nvmlClocksEventReason")
+                if isinstance(bit, int) and bit and reasons & bit and label not in _THROTTLE_IGNORED:
+                    names.append(label)
+        return ClockState(int(sm), int(mx), int(temp), tuple(sorted(set(names))))
+    except Exception:  # noqa: BLE001 - NVML missing or not permitted: no clock information
+        return None
+
+
+def as_dict(obj: Any) -> dict[str, Any] | None:
+    return asdict(obj) if obj is not None else None

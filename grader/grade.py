@@ -1,0 +1,516 @@
+"""The grading pipeline: spec -> cases -> worker -> compare -> timing -> score -> GradeResult.
+
+Data flows one way (DESIGN "The grading pipeline"). The parent draws inputs, owns every buffer,
+runs the float64 oracle and compares; the submission only ever runs inside a worker process.
+"""
+from __future__ import annotations
+
+import importlib.util
+import random
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from grader import scoring
+from grader.calibration import Calibration
+from grader.cases import Case, Profile, case_strategy, combine_seed, edge_cases, hidden_counts, make_inputs, parse_token
+from grader.compare import Mismatch, compare, poison_value, resolve_atol
+from grader.device import Ceilings, ClockState, DeviceInfo, clock_state
+from grader.sandbox.buffers import Backend, GuardedArray
+from grader.sandbox.supervisor import KIND_TEXT, Outcome, Worker, WorkerConfig
+from grader.spec import Benchmark, Spec
+from grader.timing import Contestant, ShapeResult, StopPolicy, run_benchmark
+
+SUBMISSION_FILES = ("kernel.cu", "solution.py")
+
+
+# -- results -------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class CaseResult:
+    """One correctness case: ``status`` is "pass", "fail" (wrong output, guard or input damage) or
+    a worker failure kind (see sandbox.supervisor.KIND_TEXT); ``details`` are per-output mismatch
+    summaries; ``seconds`` is the parent's wall time for the call."""
+    token: str
+    description: str
+    origin: str
+    size: int
+    status: str
+    message: str = ""
+    details: tuple[str, ...] = ()
+    seconds: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "pass"
+
+
+@dataclass(frozen=True)
+class BenchResult:
+    """One benchmark shape: the submission's and the reference's timing (ms), throughput in GB/s
+    and TFLOP/s from the spec's minimum bytes/FLOPs, the fraction of the measured ceiling, and the
+    ratio t_reference / t_submission on the basis scoring used."""
+    name: str
+    dims: dict[str, int]
+    bytes: float
+    flops: float | None
+    submission: ShapeResult
+    reference: ShapeResult | None
+    calibrated_ms: float | None
+    gbps: float | None
+    tflops: float | None
+    ceiling_fraction: float | None
+    clock: ClockState | None
+
+    @property
+    def time_ms(self) -> float | None:
+        return self.submission.time_ms
+
+    @property
+    def ratio(self) -> float | None:
+        ref = self.reference.time_ms if self.reference and self.reference.time_ms else self.calibrated_ms
+        return ref / self.time_ms if ref and self.time_ms else None
+
+
+@dataclass(frozen=True)
+class GradeResult:
+    """Everything one grade produced; ``status`` is "graded" or "not_graded" (then ``reason``)."""
+    exercise: str
+    title: str
+    submission: str
+    status: str
+    reason: str
+    reason_kind: str
+    profile: str
+    seed: int
+    secret_used: bool
+    device: DeviceInfo | None
+    ceilings: Ceilings | None
+    kernels: tuple[dict[str, Any], ...]
+    cases: tuple[CaseResult, ...]
+    smallest_failure: CaseResult | None
+    repro: str | None
+    benchmarks: tuple[BenchResult, ...]
+    score: scoring.Score
+    flags: tuple[str, ...]
+    hidden_cases: int
+    hidden_benchmarks: int
+    worker_restarts: int
+    seconds: float
+    started: str
+    versions: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def correct(self) -> bool:
+        return self.status == "graded" and bool(self.cases) and all(c.passed for c in self.cases)
+
+
+@dataclass(frozen=True)
+class GradeOptions:
+    """How to grade: the profile, the seed (mixed with ``secret`` in grading mode), the backend
+    ("cuda" or "host"), an optional single case to re-run, the reference solution folder to time
+    side by side (None: use the calibration), and whether to time at all."""
+    profile: Profile
+    seed: int = 0
+    secret: str | None = None
+    backend: str = "cuda"
+    case_token: str | None = None
+    reference: Path | None = None
+    benchmark: bool = True
+    policy: StopPolicy = field(default_factory=StopPolicy)
+    sets: int = 3
+
+
+class Progress:
+    """Callbacks for long work; the terminal report implements them with a progress bar."""
+
+    def phase(self, name: str, total: int | None = None) -> None: ...
+    def advance(self, text: str = "") -> None: ...
+    def done(self) -> None: ...
+
+
+# -- helpers -------------------------------------------------------------------------------------
+def load_oracle(spec: Spec) -> Callable[..., Any]:
+    """The exercise's ``reference(xp, *inputs)`` from ``reference.py``.
+
+    Raises:
+        FileNotFoundError / AttributeError: one line naming the file and the fix.
+    """
+    path = spec.directory / "reference.py"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: missing; fix: add reference.py with reference(xp, *inputs)")
+    mod_spec = importlib.util.spec_from_file_location(f"oracle_{spec.name}", path)
+    module = importlib.util.module_from_spec(mod_spec)  # type: ignore[arg-type]
+    mod_spec.loader.exec_module(module)  # type: ignore[union-attr]
+    fn = getattr(module, "reference", None)
+    if not callable(fn):
+        raise AttributeError(f"{path}: defines no reference(xp, *inputs); fix: add it")
+    return fn
+
+
+def run_oracle(oracle: Callable[..., Any], spec: Spec, inputs: Sequence[Any], xp: Any) -> list[Any]:
+    out = oracle(xp, *inputs)
+    outs = list(out) if isinstance(out, (tuple, list)) else [out]
+    if len(outs) != len(spec.outputs):
+        raise ValueError(f"{spec.directory / 'reference.py'}: returned {len(outs)} outputs, the spec declares "
+                         f"{len(spec.outputs)}; fix: return one array per output")
+    return outs
+
+
+def static_check(spec: Spec, submission: Path) -> tuple[str, str] | None:
+    """(kind, message) when the submission folder cannot be graded as it stands: a missing file,
+    a forbidden feature in its source, or a required one missing from kernel.cu."""
+    if not submission.is_dir():
+        return "bad_submission", f"{submission}: no such folder; fix: pass --submission DIR with kernel.cu and solution.py"
+    for f in SUBMISSION_FILES:
+        if not (submission / f).is_file():
+            return "bad_submission", f"{submission / f}: missing; a submission is a folder with {' and '.join(SUBMISSION_FILES)}"
+    sources = {f: _strip_comments((submission / f).read_text(errors="replace"), f) for f in SUBMISSION_FILES}
+    for pattern in spec.forbidden:
+        for f, text in sources.items():
+            m = re.search(pattern, text)
+            if m:
+                line = text[:m.start()].count("\n") + 1
+                return "forbidden", f"{f}:{line}: uses {m.group(0)!r}, which this exercise forbids ([features] forbidden)"
+    for pattern in spec.required:
+        if not re.search(pattern, sources["kernel.cu"]):
+            return "required", f"kernel.cu: does not use {pattern!r}, which this exercise requires ([features] required)"
+    return None
+
+
+def _strip_comments(text: str, name: str) -> str:
+    """Blank out comments (keeping line numbers) so a forbidden word in a comment is not a hit."""
+    if name.endswith(".py"):
+        return re.sub(r"#[^\n]*", "", text)
+    text = re.sub(r"/\*.*?\*/", lambda m: re.sub(r"[^\n]", " ", m.group(0)), text, flags=re.S)
+    return re.sub(r"//[^\n]*", "", text)
+
+
+# -- the grader ------------------------------------------------------------------------------------
+class Grader:
+    """Grades one submission against one spec. Use :func:`grade`."""
+
+    def __init__(self, spec: Spec, submission: Path, options: GradeOptions, backend: Backend,
+                 device: DeviceInfo | None, ceilings: Ceilings | None, calibration: Calibration,
+                 progress: Progress):
+        self.spec, self.submission, self.opt = spec, submission.resolve(), options
+        self.backend, self.xp = backend, backend.xp
+        self.device, self.ceilings, self.calibration = device, ceilings, calibration
+        self.progress = progress
+        self.oracle = load_oracle(spec)
+        self.seed = combine_seed(options.seed, options.secret)
+        self.arg_names = tuple(t.name for t in spec.inputs + spec.outputs)
+        self.worker = self._worker(self.submission)
+        self.t0 = time.perf_counter()
+
+    def _worker(self, folder: Path) -> Worker:
+        return Worker(WorkerConfig(self.backend.name, folder, self.spec.compile_options, self.arg_names,
+                                   self.spec.limits.compile_s, self.spec.limits.case_s))
+
+    # -- correctness ------------------------------------------------------------------------------
+    def prepare(self, case_dims: dict[str, int], inputs: Sequence[Any]) -> tuple[list[GuardedArray], list[GuardedArray]]:
+        ins = []
+        for t, a in zip(self.spec.inputs, inputs):
+            g = self.backend.alloc(a.shape, t.dtype)
+            g.array[...] = a
+            ins.append(g)
+        outs = [self.backend.alloc(t.concrete_shape(case_dims), t.dtype) for t in self.spec.outputs]
+        return ins, outs
+
+    def poison(self, outs: Sequence[GuardedArray], ins: Sequence[GuardedArray]) -> None:
+        for g in outs:
+            g.poison(*poison_value(g.dtype))
+        for g in list(ins) + list(outs):
+            g.fill_guards()
+        self.backend.synchronize()
+
+    def check(self, dims: dict[str, int], inputs: Sequence[Any], expected: Sequence[Any],
+              ins: Sequence[GuardedArray], outs: Sequence[GuardedArray]) -> tuple[str, list[str]]:
+        """('', []) when everything is right, else (one-line message, per-output details)."""
+        problems = []
+        for t, g in zip(self.spec.inputs + self.spec.outputs, list(ins) + list(outs)):
+            damage = g.guard_damage()
+            if damage:
+                problems.append(f"wrote outside {t.name!r}: {damage} of it were changed")
+        for t, g, a in zip(self.spec.inputs, ins, inputs):
+            if not bool(self.xp.array_equal(g.array, a, equal_nan=True) if t.dtype.startswith("float")
+                        else self.xp.array_equal(g.array, a)):
+                n = int(self.xp.count_nonzero(~((g.array == a) | (self.xp.isnan(g.array) & self.xp.isnan(a))
+                                                 if t.dtype.startswith("float") else g.array == a)))
+                problems.append(f"modified input {t.name!r} ({n} elements changed); inputs must stay unchanged")
+        details = []
+        named = {t.name: a for t, a in zip(self.spec.inputs, inputs)}
+        for t, g, ref in zip(self.spec.outputs, outs, expected):
+            tol = self.spec.tolerances[t.dtype]
+            atol = resolve_atol(tol, t.dtype, dims, named, self.xp)
+            axes = [s if isinstance(s, str) else f"axis {i}" for i, s in enumerate(t.shape)]
+            mm: Mismatch | None = compare(t.name, g.array, ref, tol, atol, self.spec.equal_nan, self.xp, axes)
+            if mm is not None:
+                details.append(mm.summary())
+        if details:
+            problems.insert(0, f"wrong output ({details[0].split(';')[0]})")
+        return "; ".join(problems), details
+
+    def release(self, worker: Worker, arrays: Sequence[GuardedArray]) -> None:
+        if worker.alive:
+            worker.request({"op": "release", "handles": [g.handle for g in arrays]}, 30)
+        for g in arrays:
+            g.free()
+
+    def run_case(self, case: Case) -> CaseResult:
+        dims = case.dim_dict
+        base = dict(token=case.token, description=case.describe(self.spec), origin=case.origin, size=case.size())
+        start = self.worker.ensure()
+        if not start.ok:
+            return CaseResult(status=start.kind, message=start.message, **base)
+        inputs = make_inputs(self.spec, case, self.xp)
+        expected = run_oracle(self.oracle, self.spec, inputs, self.xp)
+        ins, outs = self.prepare(dims, inputs)
+        try:
+            self.poison(outs, ins)
+            out = self.worker.request({"op": "run", "args": [g.descriptor.to_json() for g in ins + outs]},
+                                      self.spec.limits.case_s)
+            if not out.ok:
+                return CaseResult(status=out.kind, message=f"{KIND_TEXT[out.kind]}: {out.message}",
+                                  details=tuple(x for x in (out.detail,) if x), seconds=out.wall_s, **base)
+            message, details = self.check(dims, inputs, expected, ins, outs)
+            return CaseResult(status="fail" if message else "pass", message=message, details=tuple(details),
+                              seconds=out.wall_s, **base)
+        finally:
+            self.release(self.worker, ins + outs)
+            del inputs, expected
+
+    def correctness(self) -> list[CaseResult]:
+        spec, profile = self.spec, self.opt.profile
+        if self.opt.case_token:
+            case = parse_token(spec, self.opt.case_token)
+            self.progress.phase("re-running one case", 1)
+            r = self.run_case(case)
+            self.progress.advance(r.status)
+            return [r]
+        results: list[CaseResult] = []
+        edges = edge_cases(spec, profile, self.seed)
+        self.progress.phase("correctness", len(edges) + profile.examples)
+        for case in edges:
+            results.append(self.run_case(case))
+            self.progress.advance(results[-1].status)
+        results.extend(self.property_cases())
+        return results
+
+    def property_cases(self) -> list[CaseResult]:
+        """Hypothesis-generated cases; on a failure hypothesis shrinks towards the smallest shape.
+        Shrinking stops when the exercise's time budget runs out (we keep the smallest failure seen)."""
+        from hypothesis import given, seed as hseed
+
+        results: list[CaseResult] = []
+        budget_end = self.t0 + self.spec.limits.total_s * 0.6
+
+        class _Failed(Exception):
+            pass
+
+        @hseed(self.seed)
+        @self.opt.profile.hypothesis_settings()
+        @given(case_strategy(self.spec, self.opt.profile))
+        def prop(case: Case) -> None:
+            if time.perf_counter() > budget_end:
+                return  # out of time: report what we have
+            r = self.run_case(case)
+            results.append(r)
+            if len(results) <= self.opt.profile.examples:
+                self.progress.advance(r.status)
+            if not r.passed:
+                raise _Failed(r.token)
+
+        try:
+            prop()
+        except _Failed:
+            pass
+        except Exception as exc:  # Flaky, Unsatisfiable...: keep what ran, note it
+            if not any(not r.passed for r in results):
+                results.append(CaseResult("", "hypothesis", "hypothesis", 0, "grader_error",
+                                          f"case generation stopped: {type(exc).__name__}: {str(exc).splitlines()[0]}"))
+        return results
+
+    # -- timing -----------------------------------------------------------------------------------
+    def benchmark(self, bench: Benchmark, reference: Worker | None, rng: random.Random) -> BenchResult:
+        spec, xp = self.spec, self.xp
+        dims = bench.as_dict()
+        n_sets = max(1, self.opt.sets)
+        sets: list[dict[str, Any]] = []
+
+        def draw(k: int, seed: int) -> None:
+            case = Case(bench.dims, tuple((t.name, seed % len(spec.values[t.name])) for t in spec.inputs), seed, "benchmark")
+            inputs = make_inputs(spec, case, xp)
+            expected = run_oracle(self.oracle, spec, inputs, xp)
+            s = sets[k]
+            s.update(inputs=inputs, expected=expected)
+            for g, a in zip(s["ins"], inputs):
+                g.array[...] = a
+
+        for k in range(n_sets):
+            ins, outs = self.prepare(dims, [xp.empty(t.concrete_shape(dims), t.dtype) for t in spec.inputs])
+            sets.append({"ins": ins, "outs": outs})
+            draw(k, rng.randrange(2**32))
+
+        def poison() -> None:
+            for s in sets:
+                self.poison(s["outs"], s["ins"])
+
+        def verify(where: str) -> str | None:
+            for k, s in enumerate(sets):
+                message, _ = self.check(dims, s["inputs"], s["expected"], s["ins"], s["outs"])
+                if message:
+                    return f"{where}, input set {k}: {message}"
+            return None
+
+        contestants = [Contestant("submission", self.worker.request)]
+        if reference is not None:
+            contestants.append(Contestant("reference", reference.request))
+        descs = [[g.descriptor.to_json() for g in s["ins"] + s["outs"]] for s in sets]
+        flush = 2 * self.device.l2_bytes if self.device is not None else 0
+        self.progress.phase(f"timing {bench.name}", None)
+        results = run_benchmark(contestants, descs, lambda k: draw(k, rng.randrange(2**32)), poison, verify,
+                                self.opt.policy, flush, spec.limits.case_s, rng,
+                                progress=lambda r: self.progress.advance(f"round {r}"))
+        clock = clock_state(self.device.index) if self.device is not None else None
+        arrays = [g for s in sets for g in s["ins"] + s["outs"]]
+        if reference is not None and reference.alive:
+            reference.request({"op": "release", "handles": [g.handle for g in arrays]}, 30)
+        self.release(self.worker, arrays)
+        sets.clear()
+        if self.backend.name == "cuda":
+            import cupy
+            cupy.get_default_memory_pool().free_all_blocks()
+        sub = results[0]
+        ref = results[1] if len(results) > 1 else None
+        nbytes = float(bench.bytes.evaluate(dims))
+        flops = float(bench.flops.evaluate(dims)) if bench.flops is not None else None
+        t = sub.time_ms
+        gbps = nbytes / t / 1e6 if t else None
+        tflops = flops / t / 1e9 if t and flops else None
+        frac = None
+        if self.ceilings is not None:
+            ceiling = self.ceilings.for_kind(spec.ceiling)
+            achieved = gbps if spec.ceiling == "memory" else tflops
+            frac = achieved / ceiling if achieved and ceiling else None
+        calibrated = self.calibration.median_ms(spec.name, bench.name)
+        return BenchResult(bench.name, dims, nbytes, flops, sub, ref, calibrated, gbps, tflops, frac, clock)
+
+    def close(self) -> None:
+        self.worker.close()
+
+
+def _not_graded(spec: Spec, submission: Path, options: GradeOptions, kind: str, reason: str,
+                device: DeviceInfo | None, started: str, t0: float, cases: Sequence[CaseResult] = (),
+                kernels: Sequence[dict[str, Any]] = ()) -> GradeResult:
+    hc, hb = hidden_counts(spec)
+    return GradeResult(
+        exercise=spec.name, title=spec.title, submission=str(submission), status="not_graded", reason=reason,
+        reason_kind=kind, profile=options.profile.name, seed=options.seed, secret_used=bool(options.secret),
+        device=device, ceilings=None, kernels=tuple(kernels), cases=tuple(cases), smallest_failure=None,
+        repro=None, benchmarks=(),
+        score=scoring.Score(0.0, spec.points_correctness, 0.0, spec.points_performance, None, (), None, reason),
+        flags=(), hidden_cases=hc, hidden_benchmarks=hb, worker_restarts=0,
+        seconds=time.perf_counter() - t0, started=started, versions=versions(device))
+
+
+def versions(device: DeviceInfo | None) -> dict[str, str]:
+    import platform
+    import hypothesis
+    from importlib.metadata import PackageNotFoundError, version
+    out = {"python": platform.python_version(), "numpy": np.__version__, "hypothesis": hypothesis.__version__}
+    try:
+        out["grader"] = version("gpu-kernel-grader")
+    except PackageNotFoundError:
+        out["grader"] = "source"
+    if device is not None:
+        out.update(cupy=device.cupy, cuda_driver=str(device.driver), cuda_runtime=str(device.runtime))
+    return out
+
+
+def smallest(failures: Sequence[CaseResult]) -> CaseResult | None:
+    return min(failures, key=lambda c: (c.size, c.token)) if failures else None
+
+
+def grade(spec: Spec, submission: Path, options: GradeOptions, backend: Backend, device: DeviceInfo | None,
+          ceilings: Ceilings | None, calibration: Calibration, progress: Progress | None = None,
+          repro_prefix: str = "grade") -> GradeResult:
+    """Grade ``submission`` (a folder with kernel.cu and solution.py) on ``spec``.
+
+    Never raises for a problem of the submission: those end up in the result (status "not_graded"
+    with ``reason`` and ``reason_kind``, or failing cases). Raises only for grader-side problems
+    (a broken reference.py, for instance).
+    """
+    progress = progress or Progress()
+    started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    t0 = time.perf_counter()
+    submission = Path(submission)
+    problem = static_check(spec, submission)
+    if problem:
+        return _not_graded(spec, submission, options, problem[0], problem[1], device, started, t0)
+    g = Grader(spec, submission, options, backend, device, ceilings, calibration, progress)
+    reference: Worker | None = None
+    try:
+        progress.phase("compiling and loading the submission", None)
+        start = g.worker.ensure()
+        if not start.ok:
+            text = start.message if start.kind == "compile_error" else f"{KIND_TEXT[start.kind]}: {start.message}"
+            return _not_graded(spec, submission, options, start.kind, text, device, started, t0)
+        kernels = tuple(start.data.get("kernels", ()))
+        cases = g.correctness()
+        failures = [c for c in cases if not c.passed]
+        small = smallest(failures)
+        repro = None
+        if small is not None and small.token:
+            repro = f"{repro_prefix} {spec.name} --submission {submission} --case '{small.token}'"
+        correct = not failures and not options.case_token
+        bench_results: list[BenchResult] = []
+        hc, hb = hidden_counts(spec)
+        if correct and options.benchmark:
+            if options.reference is not None and options.reference.resolve() != submission.resolve():
+                reference = g._worker(options.reference.resolve())  # noqa: SLF001
+                ref_start = reference.ensure()
+                if not ref_start.ok:
+                    raise RuntimeError(f"the reference solution {options.reference} failed to load: {ref_start.message}")
+            rng = random.Random(g.seed ^ 0x5EED)
+            for bench in spec.benchmarks:
+                if bench.hidden and not options.profile.hidden:
+                    continue
+                bench_results.append(g.benchmark(bench, reference, rng))
+        thresholds = spec.thresholds(device.arch if device else None)
+        perf = [scoring.ShapePerf(b.name, b.time_ms, b.reference.time_ms if b.reference else None,
+                                  b.calibrated_ms, b.ceiling_fraction, b.submission.failure) for b in bench_results]
+        if options.case_token:
+            sc = scoring.Score(0.0, spec.points_correctness, 0.0, spec.points_performance, None, (), None,
+                               "a single --case run is not scored")
+        elif correct and not options.benchmark:
+            sc = scoring.Score(spec.points_correctness, spec.points_correctness, 0.0, spec.points_performance,
+                               None, (), None, "timing skipped (--no-timing)")
+        else:
+            sc = scoring.score(correct, perf, thresholds, spec.points_correctness, spec.points_performance)
+        flags = scoring.review_flags(perf, thresholds)
+        for b in bench_results:
+            if b.submission.outside_events:
+                flags.append(f"{b.name}: {b.submission.overhead_ms_per_call:.3f} ms per call ran outside the timed "
+                             f"events (side stream, host thread or deferred work?); the wall-clock time was used")
+            if b.clock is not None and b.clock.throttled:
+                flags.append(f"{b.name}: GPU clock {b.clock.sm_mhz}/{b.clock.max_sm_mhz} MHz"
+                             + (f", throttled ({', '.join(b.clock.throttle)})" if b.clock.throttle else "")
+                             + "; timings may be low")
+            if b.reference is not None and b.reference.failure:
+                raise RuntimeError(f"the reference solution failed while timing {b.name}: {b.reference.failure}")
+        return GradeResult(
+            exercise=spec.name, title=spec.title, submission=str(submission), status="graded", reason="",
+            reason_kind="", profile=options.profile.name, seed=options.seed, secret_used=bool(options.secret),
+            device=device, ceilings=ceilings, kernels=kernels, cases=tuple(cases), smallest_failure=small,
+            repro=repro, benchmarks=tuple(bench_results), score=sc, flags=tuple(flags), hidden_cases=hc,
+            hidden_benchmarks=hb, worker_restarts=max(0, g.worker.starts - 1),
+            seconds=time.perf_counter() - t0, started=started, versions=versions(device))
+    finally:
+        g.close()
+        if reference is not None:
+            reference.close()
+

@@ -1,0 +1,124 @@
+"""The one helper a submission imports: compile ``kernel.cu`` through NVRTC.
+
+In ``solution.py``::
+
+    from grader.kernel import load
+    module = load("kernel.cu")                 # a cupy.RawModule, compiled once and cached
+    add = module.get_function("vector_add")    # kernels are declared extern "C" __global__
+
+The path is relative to the calling file. The exercise's compile options (its spec's
+``[compile] options``) are set by the grader's worker through :func:`configure`; CuPy picks
+the architecture of the current device (``-arch=sm_90`` on an H100/H200). Compiled binaries
+are cached on disk by CuPy (keyed by source and options) and in memory here.
+
+Compile errors raise :class:`CompileError`, whose message lists ``kernel.cu:LINE: error: ...``.
+"""
+from __future__ import annotations
+
+import inspect
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+DEFAULT_OPTIONS: tuple[str, ...] = ("-std=c++17",)
+_options: tuple[str, ...] = DEFAULT_OPTIONS
+_cache: dict[tuple[str, str, tuple[str, ...]], Any] = {}
+loaded: list[tuple[Path, Any]] = []  # (source path, module) in load order, for the resource report
+
+_NVRTC_LINE = re.compile(r"^(?P<file>[^\s:()]*)\((?P<line>\d+)\): (?P<kind>error|warning|catastrophic error)\s*:?\s*(?P<msg>.*)$")
+_KERNEL_DECL = re.compile(r"__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?void\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?(\w+)\s*\(")
+
+
+class CompileError(Exception):
+    """NVRTC rejected the source. ``diagnostics`` are ``(line, kind, message)``; ``str()`` is
+    ``kernel.cu:LINE: error: message`` lines (the full compiler log is in ``log``)."""
+
+    def __init__(self, file: str, diagnostics: list[tuple[int, str, str]], log: str):
+        self.file, self.diagnostics, self.log = file, diagnostics, log
+        lines = [f"{file}:{ln}: {kind}: {msg}" for ln, kind, msg in diagnostics if kind != "warning"]
+        super().__init__("\n".join(lines) or f"{file}: compilation failed:\n{log.strip()}")
+
+
+@dataclass(frozen=True)
+class KernelResources:
+    """Per-kernel resources read back from the compiled binary.
+
+    registers: per thread; shared_bytes: static shared memory per block; local_bytes: local
+    memory per thread (stack frame and register spills; > 0 often means spills);
+    max_threads: the largest block this kernel can be launched with.
+    """
+    name: str
+    registers: int
+    shared_bytes: int
+    local_bytes: int
+    max_threads: int
+
+
+def configure(options: tuple[str, ...] | list[str]) -> None:
+    """Set the NVRTC options that :func:`load` uses (called by the grader's worker)."""
+    global _options
+    _options = tuple(options)
+
+
+def parse_compiler_log(log: str, file: str) -> list[tuple[int, str, str]]:
+    """``(line, kind, message)`` for each diagnostic in an NVRTC or nvcc log."""
+    out = []
+    for raw in log.splitlines():
+        m = _NVRTC_LINE.match(raw.strip())
+        if m:
+            out.append((int(m["line"]), m["kind"], m["msg"].strip()))
+    return out
+
+
+def kernel_names(source: str) -> list[str]:
+    """Names of the ``__global__`` functions declared in ``source`` (in order)."""
+    return list(dict.fromkeys(_KERNEL_DECL.findall(source)))
+
+
+def load(path: str | Path = "kernel.cu", *, options: tuple[str, ...] = ()) -> Any:
+    """Compile a CUDA source file with NVRTC and return its ``cupy.RawModule``.
+
+    Args:
+        path: the ``.cu`` file; relative paths are resolved against the calling file's folder.
+        options: extra NVRTC options, appended to the exercise's.
+
+    Raises:
+        FileNotFoundError: the file does not exist.
+        CompileError: NVRTC reported errors (lines as ``kernel.cu:LINE: error: message``).
+    """
+    import cupy
+
+    p = Path(path)
+    if not p.is_absolute():
+        caller = Path(inspect.stack()[1].filename).resolve().parent
+        p = caller / p
+    if not p.is_file():
+        raise FileNotFoundError(f"{p}: no such kernel file")
+    source = p.read_text()
+    opts = tuple(_options) + tuple(options)
+    key = (str(p), source, opts)
+    if key in _cache:
+        return _cache[key]
+    module = cupy.RawModule(code=source, options=opts, backend="nvrtc")
+    try:
+        module.compile()
+    except cupy.cuda.compiler.CompileException as exc:
+        log = str(exc)
+        raise CompileError(p.name, parse_compiler_log(log, p.name), log) from None
+    _cache[key] = module
+    loaded.append((p, module))
+    return module
+
+
+def resources(path: Path, module: Any) -> list[KernelResources]:
+    """Registers, shared and local memory of every kernel declared in ``path``'s source."""
+    out = []
+    for name in kernel_names(path.read_text()):
+        try:
+            attrs = module.get_function(name).attributes
+        except Exception:  # a declared but templated/unused kernel has no plain symbol
+            continue
+        out.append(KernelResources(name, int(attrs["num_regs"]), int(attrs["shared_size_bytes"]),
+                                   int(attrs["local_size_bytes"]), int(attrs["max_threads_per_block"])))
+    return out

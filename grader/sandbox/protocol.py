@@ -1,0 +1,47 @@
+"""Messages between the trusted parent and the worker: length-prefixed JSON over a socket.
+
+JSON, not pickle: the worker runs untrusted code, and unpickling what it sends could run code in
+the parent. Every message is a dict with an ``op`` (requests) or ``ok`` (replies).
+"""
+from __future__ import annotations
+
+import json
+import socket
+import struct
+from typing import Any
+
+MAX_MESSAGE = 64 * 1024 * 1024
+_HEADER = struct.Struct("<Q")
+
+
+class ProtocolError(RuntimeError):
+    """The other side closed the connection or sent something that is not a message."""
+
+
+def send(sock: socket.socket, message: dict[str, Any]) -> None:
+    data = json.dumps(message, separators=(",", ":")).encode()
+    sock.sendall(_HEADER.pack(len(data)) + data)
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    chunks, got = [], 0
+    while got < n:
+        chunk = sock.recv(min(n - got, 1 << 20))
+        if not chunk:
+            raise ProtocolError("connection closed")
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
+
+
+def recv(sock: socket.socket) -> dict[str, Any]:
+    (size,) = _HEADER.unpack(_recv_exact(sock, _HEADER.size))
+    if size > MAX_MESSAGE:
+        raise ProtocolError(f"message of {size} bytes exceeds {MAX_MESSAGE}")
+    try:
+        message = json.loads(_recv_exact(sock, size))
+    except ValueError as exc:
+        raise ProtocolError(f"malformed message: {exc}") from None
+    if not isinstance(message, dict):
+        raise ProtocolError("message is not an object")
+    return message

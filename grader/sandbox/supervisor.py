@@ -1,0 +1,201 @@
+"""Parent-side handle on a worker process: start it, send requests with time limits, and turn every
+way it can fail (exception, CUDA error, segfault, hang, out of memory, too much output) into an
+:class:`Outcome` instead of an exception. A worker that failed is killed; :meth:`Worker.ensure`
+starts a fresh one (and loads the submission again) before the next request.
+"""
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from grader.sandbox import protocol
+
+PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
+OUTPUT_LIMIT_BYTES = 16 * 1024 * 1024
+
+# Failure kinds, as they appear in reports.
+KIND_TEXT = {
+    "timeout": "time limit exceeded (hang?)",
+    "crash": "worker crashed",
+    "exception": "exception in solve",
+    "illegal_address": "illegal memory access",
+    "cuda_error": "CUDA error",
+    "out_of_memory": "out of memory",
+    "compile_error": "compile error",
+    "import_error": "solution.py failed to import",
+    "bad_submission": "malformed submission",
+    "grader_error": "grader error",
+}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The result of one request: ``ok`` with the reply's ``data``, or a failure ``kind`` (see
+    :data:`KIND_TEXT`) with a one-line ``message`` and the worker's ``detail`` (traceback / log tail).
+    ``wall_s`` is the parent's own wall-clock time for the request, in seconds."""
+    ok: bool
+    kind: str = ""
+    message: str = ""
+    detail: str = ""
+    data: dict[str, Any] = field(default_factory=dict)
+    wall_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    """How to start and load a worker: backend ("cuda" or "host"), submission folder, NVRTC
+    options, the number and names of solve's arguments, and the compile and call time limits (s)."""
+    backend: str
+    submission: Path
+    options: tuple[str, ...]
+    arg_names: tuple[str, ...]
+    compile_s: float
+    call_s: float
+
+
+def _limits() -> None:  # runs in the child before exec
+    resource.setrlimit(resource.RLIMIT_FSIZE, (OUTPUT_LIMIT_BYTES, OUTPUT_LIMIT_BYTES))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def _worker_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRADER_")}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (PACKAGE_PARENT, env.get("PYTHONPATH", "")) if p)
+    env["PYTHONUNBUFFERED"] = "1"
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+class Worker:
+    """One worker process for one submission. Not thread-safe; one request at a time."""
+
+    def __init__(self, config: WorkerConfig):
+        self.config = config
+        self.proc: subprocess.Popen | None = None
+        self.sock: socket.socket | None = None
+        self.log_path = Path(tempfile.mkstemp(prefix="grade-worker-", suffix=".log")[1])
+        self.load_data: dict[str, Any] = {}
+        self.starts = 0
+
+    # -- lifecycle --------------------------------------------------------------------------------
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def ensure(self) -> Outcome:
+        """Start the worker and load the submission unless a live one is ready."""
+        if self.alive:
+            return Outcome(True, data=self.load_data)
+        return self._start()
+
+    def _start(self) -> Outcome:
+        self.kill()
+        parent, child = socket.socketpair()
+        log = open(self.log_path, "ab")
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "grader.sandbox.worker", str(child.fileno()), self.config.backend],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, pass_fds=(child.fileno(),),
+                env=_worker_env(), cwd=tempfile.gettempdir(), start_new_session=True, preexec_fn=_limits)
+        finally:
+            child.close()
+            log.close()
+        self.sock = parent
+        self.starts += 1
+        hello = self.request({"op": "hello"}, self.config.compile_s)
+        if not hello.ok:
+            return hello
+        out = self.request({"op": "load", "dir": str(self.config.submission), "options": list(self.config.options),
+                            "nargs": len(self.config.arg_names), "arg_names": list(self.config.arg_names)},
+                           self.config.compile_s)
+        if out.ok:
+            self.load_data = out.data
+        return out
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if self.proc is not None:
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:  # pragma: no cover - a process stuck in the driver
+                pass
+        if self.sock is not None:
+            self.sock.close()
+        self.proc, self.sock = None, None
+
+    def close(self) -> None:
+        if self.alive and self.sock is not None:
+            try:
+                protocol.send(self.sock, {"op": "exit"})
+                self.proc.wait(timeout=5)  # type: ignore[union-attr]
+            except Exception:
+                pass
+        self.kill()
+
+    def log_tail(self, lines: int = 15) -> str:
+        try:
+            data = self.log_path.read_bytes()[-8192:].decode(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(data.splitlines()[-lines:])
+
+    # -- requests -----------------------------------------------------------------------------------
+    def request(self, message: dict[str, Any], timeout: float) -> Outcome:
+        """Send one request and wait at most ``timeout`` seconds; any failure kills the worker."""
+        if self.sock is None or not self.alive:
+            return Outcome(False, "grader_error", "no worker running")
+        t0 = time.perf_counter()
+        try:
+            self.sock.settimeout(timeout)
+            protocol.send(self.sock, message)
+            reply = protocol.recv(self.sock)
+        except (socket.timeout, TimeoutError):
+            wall = time.perf_counter() - t0
+            self.kill()
+            return Outcome(False, "timeout", f"no answer within {timeout:g} s (a kernel or solve that never "
+                           f"finishes?); the worker was killed", self.log_tail(), wall_s=wall)
+        except (protocol.ProtocolError, OSError):
+            wall = time.perf_counter() - t0
+            return self._crashed(wall)
+        wall = time.perf_counter() - t0
+        if reply.get("ok") is True:
+            return Outcome(True, data={k: v for k, v in reply.items() if k != "ok"}, wall_s=wall)
+        kind = str(reply.get("kind", "exception"))
+        if kind not in KIND_TEXT:
+            kind = "exception"
+        self.kill()  # the context may be unusable after any failure: start afresh
+        return Outcome(False, kind, str(reply.get("message", ""))[:2000], str(reply.get("detail", ""))[-4000:],
+                       wall_s=wall)
+
+    def _crashed(self, wall: float) -> Outcome:
+        code = None
+        if self.proc is not None:
+            try:
+                code = self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+        self.kill()
+        if code is not None and code < 0:
+            sig = signal.Signals(-code).name
+            if sig == "SIGXFSZ":
+                msg = f"printed more than the {OUTPUT_LIMIT_BYTES // 2**20} MiB output limit"
+            elif sig == "SIGKILL":
+                msg = "killed by SIGKILL (out of host memory?)"
+            else:
+                msg = f"killed by {sig}" + (" (segmentation fault)" if sig == "SIGSEGV" else "")
+        else:
+            msg = f"exited with status {code}" if code is not None else "stopped answering"
+        return Outcome(False, "crash", f"the worker process {msg}", self.log_tail(), wall_s=wall)

@@ -1,0 +1,213 @@
+"""The worker process: the only place where submission code runs (DESIGN must 1).
+
+Started by :class:`grader.sandbox.supervisor.Worker` as ``python -m grader.sandbox.worker FD BACKEND``
+with a connected socket on file descriptor FD. It serves requests one at a time:
+
+- ``load``: import the submission's ``solution.py`` (which compiles its kernels), report the
+  kernels' resources;
+- ``run``: map the argument buffers, call ``solve`` once, synchronise the whole device;
+- ``warmup``: call ``solve`` on each input set in turn for a number of milliseconds;
+- ``time``: for each input set in the given order, flush L2, then time one ``solve`` call
+  with CUDA events on the current stream (host: ``perf_counter``);
+- ``release``: unmap buffers the parent is about to free.
+
+Nothing the worker reports is trusted: the parent checks outputs, guards and inputs itself, and
+bounds reported times with its own wall clock.
+"""
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import socket
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any, Callable
+
+from grader.sandbox import protocol
+from grader.sandbox.buffers import Descriptor, Mapper
+
+
+class Failure(Exception):
+    """A classified error to send back: ``kind`` is one of the supervisor's failure kinds."""
+
+    def __init__(self, kind: str, message: str, detail: str = ""):
+        super().__init__(message)
+        self.kind, self.message, self.detail = kind, message, detail
+
+
+def classify(exc: BaseException, submission: Path | None) -> Failure:
+    """Map an exception raised by submission code to (kind, one-line message, traceback tail)."""
+    name = type(exc).__name__
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else name
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = ""
+    if submission is not None:
+        own = [f for f in frames if Path(f.filename).resolve().parent == submission]
+        if own:
+            where = f" (at {Path(own[-1].filename).name}:{own[-1].lineno} in {own[-1].name})"
+    detail = "".join(traceback.format_exception(exc)[-12:])
+    if name == "CompileError":
+        return Failure("compile_error", str(exc), detail)
+    if name == "OutOfMemoryError" or isinstance(exc, MemoryError):
+        return Failure("out_of_memory", f"out of memory: {text}{where}", detail)
+    if name in ("CUDARuntimeError", "CUDADriverError"):
+        lowered = text.lower()
+        kind = "illegal_address" if "illegal" in lowered or "misaligned" in lowered else "cuda_error"
+        return Failure(kind, f"{text}{where}", detail)
+    return Failure("exception", f"{name}: {text}{where}", detail)
+
+
+class Server:
+    def __init__(self, sock: socket.socket, backend: str):
+        self.sock, self.backend = sock, backend
+        self.mapper = Mapper(backend)
+        self.solve: Callable[..., Any] | None = None
+        self.submission: Path | None = None
+        self._flush: Any = None
+        if backend == "cuda":
+            import cupy
+            self.cupy = cupy
+
+    # -- helpers --------------------------------------------------------------------------------
+    def arrays(self, descs: list[dict[str, Any]]) -> list[Any]:
+        return [self.mapper.open(Descriptor.from_json(d)) for d in descs]
+
+    def sync(self) -> None:
+        if self.backend == "cuda":
+            self.cupy.cuda.runtime.deviceSynchronize()
+
+    def call(self, args: list[Any]) -> None:
+        if self.solve is None:
+            raise Failure("grader_error", "run before load")
+        self.solve(*args)
+
+    # -- requests -------------------------------------------------------------------------------
+    def op_hello(self, req: dict[str, Any]) -> dict[str, Any]:
+        info: dict[str, Any] = {"python": sys.version.split()[0]}
+        if self.backend == "cuda":
+            info["cupy"] = self.cupy.__version__
+            self.cupy.cuda.runtime.free(self.cupy.cuda.runtime.malloc(256))  # create the context now
+        return info
+
+    def op_load(self, req: dict[str, Any]) -> dict[str, Any]:
+        folder = Path(req["dir"]).resolve()
+        path = folder / "solution.py"
+        if not path.is_file():
+            raise Failure("bad_submission", f"{path}: no solution.py (a submission is a folder with kernel.cu and solution.py)")
+        import grader.kernel as gk
+        gk.configure(req.get("options", []))
+        sys.path.insert(0, str(folder))
+        self.submission = folder
+        spec = importlib.util.spec_from_file_location("solution", path)
+        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+        sys.modules["solution"] = module
+        try:
+            spec.loader.exec_module(module)  # type: ignore[union-attr]
+        except SyntaxError as exc:
+            raise Failure("bad_submission", f"solution.py:{exc.lineno}: syntax error: {exc.msg}") from None
+        except Failure:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - any failure of untrusted code is reported
+            failure = classify(exc, folder)
+            if failure.kind == "exception":
+                failure = Failure("import_error", f"importing solution.py failed: {failure.message}", failure.detail)
+            raise failure from None
+        solve = getattr(module, "solve", None)
+        if not callable(solve):
+            raise Failure("bad_submission", f"{path}: defines no function solve(*inputs, *outputs)")
+        nargs = int(req.get("nargs", 0))
+        try:
+            inspect.signature(solve).bind(*range(nargs))
+        except TypeError:
+            raise Failure("bad_submission", f"{path}: solve{inspect.signature(solve)} cannot take the "
+                          f"{nargs} arguments {req.get('arg_names')}") from None
+        except ValueError:
+            pass
+        self.solve = solve
+        kernels = []
+        if self.backend == "cuda":
+            for src, mod in gk.loaded:
+                for r in gk.resources(src, mod):
+                    kernels.append({"file": src.name, **r.__dict__})
+        return {"kernels": kernels}
+
+    def op_run(self, req: dict[str, Any]) -> dict[str, Any]:
+        args = self.arrays(req["args"])
+        t0 = time.perf_counter()
+        self.call(args)
+        self.sync()
+        return {"seconds": time.perf_counter() - t0}
+
+    def op_warmup(self, req: dict[str, Any]) -> dict[str, Any]:
+        sets = [self.arrays(s) for s in req["sets"]]
+        end = time.perf_counter() + float(req["ms"]) / 1e3
+        calls = 0
+        while calls < max(2, len(sets)) or time.perf_counter() < end:
+            self.call(sets[calls % len(sets)])
+            self.sync()
+            calls += 1
+        return {"calls": calls}
+
+    def op_time(self, req: dict[str, Any]) -> dict[str, Any]:
+        sets = [self.arrays(s) for s in req["sets"]]
+        order = [int(i) for i in req["order"]]
+        if self.backend != "cuda":
+            times = []
+            for k in order:
+                t0 = time.perf_counter()
+                self.call(sets[k])
+                times.append((time.perf_counter() - t0) * 1e3)
+            return {"times_ms": times}
+        cupy = self.cupy
+        flush_bytes = int(req.get("flush_bytes", 0))
+        if flush_bytes and (self._flush is None or self._flush.nbytes != flush_bytes):
+            self._flush = cupy.empty(flush_bytes, cupy.uint8)
+        stream = cupy.cuda.get_current_stream()
+        events = [(cupy.cuda.Event(), cupy.cuda.Event()) for _ in order]
+        for i, k in enumerate(order):
+            if flush_bytes:
+                cupy.cuda.runtime.memsetAsync(self._flush.data.ptr, i & 0xFF, flush_bytes, stream.ptr)
+            events[i][0].record(stream)
+            self.call(sets[k])
+            events[i][1].record(stream)
+        self.sync()
+        return {"times_ms": [cupy.cuda.get_elapsed_time(a, b) for a, b in events]}
+
+    def op_release(self, req: dict[str, Any]) -> dict[str, Any]:
+        self.mapper.release(list(req["handles"]))
+        return {}
+
+    def serve(self) -> None:
+        while True:
+            try:
+                req = protocol.recv(self.sock)
+            except protocol.ProtocolError:
+                return
+            op = req.get("op")
+            if op == "exit":
+                return
+            handler = getattr(self, f"op_{op}", None)
+            try:
+                if handler is None:
+                    raise Failure("grader_error", f"unknown request {op!r}")
+                reply = {"ok": True, **handler(req)}
+            except Failure as f:
+                reply = {"ok": False, "kind": f.kind, "message": f.message, "detail": f.detail}
+            except BaseException as exc:  # noqa: BLE001
+                f = classify(exc, self.submission)
+                reply = {"ok": False, "kind": f.kind, "message": f.message, "detail": f.detail}
+            sys.stdout.flush()
+            sys.stderr.flush()
+            protocol.send(self.sock, reply)
+
+
+def main(argv: list[str]) -> None:
+    fd, backend = int(argv[0]), argv[1]
+    sock = socket.socket(fileno=fd)
+    Server(sock, backend).serve()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

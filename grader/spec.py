@@ -1,0 +1,608 @@
+"""Load and validate ``exercises/<name>/spec.toml`` into frozen dataclasses.
+
+Every problem is reported as a :class:`SpecError` whose message names the file,
+the field and the fix, e.g.::
+
+    exercises/ex07_softmax/spec.toml: [dims.rows] max (0) is below min (1); fix: set max >= min
+
+The format is documented field by field in ``docs/spec-format.md``.
+"""
+from __future__ import annotations
+
+import math
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from grader.expr import Expr, ExprError
+
+DTYPES = ("float16", "float32", "float64", "int8", "uint8", "int32", "uint32", "int64")
+DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
+    # kind -> required parameters
+    "normal": ("mean", "std"),
+    "uniform": ("low", "high"),
+    "integers": ("low", "high"),      # high exclusive
+    "skewed": ("low", "high", "value", "fraction"),  # `fraction` of elements equal `value`
+}
+CEILINGS = ("memory", "fp32", "fp16")
+NAME_RE = re.compile(r"^ex(\d\d)_[a-z0-9_]+$")
+
+
+class SpecError(ValueError):
+    """A spec.toml problem: ``str(err)`` is one line with file, field and fix."""
+
+    def __init__(self, path: Path | str, field_name: str, problem: str, fix: str):
+        self.path, self.field, self.problem, self.fix = str(path), field_name, problem, fix
+        super().__init__(f"{path}: [{field_name}] {problem}; fix: {fix}")
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """One argument of ``solve``: name, dtype (numpy name) and shape as dim symbols or ints."""
+    name: str
+    dtype: str
+    shape: tuple[str | int, ...]
+
+    def concrete_shape(self, dims: Mapping[str, int]) -> tuple[int, ...]:
+        return tuple(dims[s] if isinstance(s, str) else s for s in self.shape)
+
+
+@dataclass(frozen=True)
+class DimSpec:
+    """A shape symbol: inclusive range [min, max], values restricted to multiples of ``multiple_of``."""
+    name: str
+    min: int
+    max: int
+    multiple_of: int = 1
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """How one input's values are drawn (never all zero); ``params`` are (key, value) pairs."""
+    kind: str
+    params: tuple[tuple[str, float], ...]
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind}(" + ",".join(f"{k}={v:g}" for k, v in self.params) + ")"
+
+    def param(self, key: str) -> float:
+        return dict(self.params)[key]
+
+
+@dataclass(frozen=True)
+class EdgeCase:
+    """Dim values that are always tested; ``hidden`` ones run only in grading mode."""
+    dims: tuple[tuple[str, int], ...]
+    hidden: bool = False
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self.dims)
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """Elementwise |out - ref| <= atol + rtol * |ref|; ``atol`` may be an expression of the dims,
+    ``eps`` (the dtype's machine epsilon) and ``abs_sum(input)``."""
+    rtol: float
+    atol: float | Expr
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """A timed shape with its minimum work: ``flops`` and ``bytes`` are expressions of the dims."""
+    name: str
+    dims: tuple[tuple[str, int], ...]
+    bytes: Expr
+    flops: Expr | None = None
+    hidden: bool = False
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self.dims)
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Piecewise-linear score curve: zero points at or below ``*_zero``, full at or above ``*_full``.
+
+    ``ratio`` is t_reference / t_student; ``roofline`` is the achieved fraction of the ceiling.
+    Ratios are clamped to [ratio_floor, ratio_cap] before the geometric mean over shapes.
+    A ratio above ``implausible_ratio`` or a roofline fraction above 1.05 is flagged for review.
+    """
+    ratio_zero: float = 0.1
+    ratio_full: float = 0.8
+    roofline_zero: float = 0.05
+    roofline_full: float = 0.7
+    ratio_floor: float = 0.01
+    ratio_cap: float = 1.25
+    implausible_ratio: float = 3.0
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Wall-clock limits in seconds: compiling/importing the submission, one call, the whole grade."""
+    compile_s: float = 120.0
+    case_s: float = 20.0
+    total_s: float = 900.0
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A validated exercise spec; see ``docs/spec-format.md``."""
+    name: str
+    title: str
+    path: Path
+    inputs: tuple[TensorSpec, ...]
+    outputs: tuple[TensorSpec, ...]
+    dims: tuple[DimSpec, ...]
+    constraints: tuple[Expr, ...]
+    values: Mapping[str, tuple[Distribution, ...]]
+    edge_cases: tuple[EdgeCase, ...]
+    tolerances: Mapping[str, Tolerance]
+    equal_nan: bool
+    benchmarks: tuple[Benchmark, ...]
+    ceiling: str
+    performance: Mapping[str, Thresholds]  # "default" and arch keys like "sm_90"
+    compile_options: tuple[str, ...]
+    required: tuple[str, ...]
+    forbidden: tuple[str, ...]
+    points_correctness: float
+    points_performance: float
+    limits: Limits = field(default_factory=Limits)
+
+    @property
+    def directory(self) -> Path:
+        return self.path.parent
+
+    @property
+    def number(self) -> int:
+        return int(self.name[2:4])
+
+    @property
+    def total_points(self) -> float:
+        return self.points_correctness + self.points_performance
+
+    def dim(self, name: str) -> DimSpec:
+        return next(d for d in self.dims if d.name == name)
+
+    def thresholds(self, arch: str | None) -> Thresholds:
+        """The thresholds for ``arch`` (e.g. "sm_90"), falling back to the spec's defaults."""
+        return self.performance.get(arch or "", self.performance["default"])
+
+    def check_dims(self, dims: Mapping[str, int]) -> str | None:
+        """None when ``dims`` satisfy ranges, multiples and constraints, else the reason."""
+        for d in self.dims:
+            v = dims.get(d.name)
+            if v is None:
+                return f"{d.name} is missing"
+            if not d.min <= v <= d.max:
+                return f"{d.name}={v} is outside [{d.min}, {d.max}]"
+            if v % d.multiple_of:
+                return f"{d.name}={v} is not a multiple of {d.multiple_of}"
+        for c in self.constraints:
+            if not c.evaluate(dims):
+                return f"constraint {c.source!r} does not hold"
+        return None
+
+
+# ---------------------------------------------------------------------------------------------
+def load_spec(path: Path | str) -> Spec:
+    """Parse and validate one spec.toml.
+
+    Raises:
+        SpecError: with file, field and fix, for unreadable TOML and every invalid field.
+    """
+    path = Path(path)
+    try:
+        raw = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise SpecError(path, "file", "does not exist", "create it (see docs/spec-format.md)") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(path, "toml", f"is not valid TOML ({exc})", "correct the syntax at that line") from None
+    return _Parser(path, raw).spec()
+
+
+class _Parser:
+    def __init__(self, path: Path, raw: dict[str, Any]):
+        self.path, self.raw = path, raw
+
+    def err(self, fld: str, problem: str, fix: str) -> SpecError:
+        return SpecError(self.path, fld, problem, fix)
+
+    def table(self, data: Any, fld: str, required: bool = True) -> dict[str, Any]:
+        if data is None and not required:
+            return {}
+        if not isinstance(data, dict):
+            raise self.err(fld, "is missing or not a table", f"add a [{fld}] table")
+        return data
+
+    def get(self, data: dict, fld: str, key: str, kind: type | tuple, default: Any = ...) -> Any:
+        if key not in data:
+            if default is ...:
+                raise self.err(fld, f"has no '{key}'", f"add {key} = ... to [{fld}]")
+            return default
+        value = data[key]
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        if isinstance(value, bool) and bool not in kinds or not isinstance(value, kinds):
+            names = " or ".join(k.__name__ for k in kinds)
+            raise self.err(fld, f"'{key}' is {value!r}, expected {names}", f"give '{key}' a {names} value")
+        return value
+
+    def expr(self, source: Any, fld: str, allowed: set[str], funcs: set[str] = frozenset()) -> Expr:
+        if not isinstance(source, str):
+            raise self.err(fld, f"expression {source!r} is not a string", 'write it as a string, e.g. "4 * n"')
+        try:
+            e = Expr(source)
+        except ExprError as exc:
+            raise self.err(fld, str(exc), "use numbers, dim names, + - * / // % ** and comparisons") from None
+        unknown = e.names - allowed
+        if unknown:
+            raise self.err(fld, f"{source!r} uses unknown name(s) {sorted(unknown)}",
+                           f"use only {sorted(allowed)}")
+        from grader.expr import FUNCTIONS
+        bad = e.calls - set(FUNCTIONS) - set(funcs)
+        if bad:
+            raise self.err(fld, f"{source!r} calls unknown function(s) {sorted(bad)}",
+                           f"use only {sorted(set(FUNCTIONS) | set(funcs))}")
+        return e
+
+    # -- sections ------------------------------------------------------------------------------
+    def spec(self) -> Spec:
+        ex = self.table(self.raw.get("exercise"), "exercise")
+        name = self.get(ex, "exercise", "name", str)
+        if not NAME_RE.match(name):
+            raise self.err("exercise", f"name {name!r} is not like 'ex07_softmax'", "use exNN_lowercase_words")
+        if name != self.path.parent.name:
+            raise self.err("exercise", f"name {name!r} differs from its folder {self.path.parent.name!r}",
+                           "make the name equal the folder name")
+        title = self.get(ex, "exercise", "title", str)
+        points = self.table(ex.get("points"), "exercise.points")
+        p_corr = float(self.get(points, "exercise.points", "correctness", (int, float)))
+        p_perf = float(self.get(points, "exercise.points", "performance", (int, float)))
+        if p_corr < 0 or p_perf < 0 or p_corr + p_perf <= 0:
+            raise self.err("exercise.points", "points must be >= 0 and add up to more than 0",
+                           "give correctness and performance non-negative points")
+
+        dims, constraints = self.dims()
+        dim_names = {d.name for d in dims}
+        inputs, outputs = self.signature(dim_names)
+        values = self.values(inputs)
+        edge_cases = self.edge_cases(dims, constraints)
+        tolerances, equal_nan = self.tolerances(outputs, dim_names, {t.name for t in inputs})
+        benchmarks = self.benchmarks(dims, constraints)
+        ceiling, performance = self.performance()
+        comp = self.table(self.raw.get("compile"), "compile", required=False)
+        options = self.str_list(comp, "compile", "options")
+        feats = self.table(self.raw.get("features"), "features", required=False)
+        required = self.str_list(feats, "features", "required")
+        forbidden = self.str_list(feats, "features", "forbidden")
+        for pattern in required + forbidden:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise self.err("features", f"pattern {pattern!r} is not a regular expression ({exc})",
+                               "escape special characters") from None
+        lim = self.table(self.raw.get("limits"), "limits", required=False)
+        limits = Limits(**{k: float(self.get(lim, "limits", k, (int, float), getattr(Limits, k)))
+                           for k in ("compile_s", "case_s", "total_s")})
+        unknown = set(self.raw) - {"exercise", "signature", "dims", "values", "edge_cases", "tolerance",
+                                   "benchmark", "performance", "compile", "features", "limits"}
+        if unknown:
+            raise self.err(sorted(unknown)[0], "is not a known section", "remove it or fix its spelling")
+        return Spec(name=name, title=title, path=self.path, inputs=inputs, outputs=outputs, dims=dims,
+                    constraints=constraints, values=values, edge_cases=edge_cases, tolerances=tolerances,
+                    equal_nan=equal_nan, benchmarks=benchmarks, ceiling=ceiling, performance=performance,
+                    compile_options=tuple(options), required=tuple(required), forbidden=tuple(forbidden),
+                    points_correctness=p_corr, points_performance=p_perf, limits=limits)
+
+    def str_list(self, data: dict, fld: str, key: str) -> list[str]:
+        value = data.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise self.err(fld, f"'{key}' must be a list of strings", f'write {key} = ["..."]')
+        return value
+
+    def dims(self) -> tuple[tuple[DimSpec, ...], tuple[Expr, ...]]:
+        raw = self.table(self.raw.get("dims"), "dims")
+        dims = []
+        for name, d in raw.items():
+            if name == "constraints":
+                continue
+            fld = f"dims.{name}"
+            if not name.isidentifier():
+                raise self.err(fld, f"{name!r} is not an identifier", "use letters, digits and _")
+            d = self.table(d, fld)
+            lo = self.get(d, fld, "min", int)
+            hi = self.get(d, fld, "max", int)
+            mult = self.get(d, fld, "multiple_of", int, 1)
+            if lo < 0:
+                raise self.err(fld, f"min ({lo}) is negative", "set min >= 0")
+            if hi < lo:
+                raise self.err(fld, f"max ({hi}) is below min ({lo})", "set max >= min")
+            if mult < 1:
+                raise self.err(fld, f"multiple_of ({mult}) is below 1", "set multiple_of >= 1")
+            if (hi // mult) * mult < lo:
+                raise self.err(fld, f"no multiple of {mult} lies in [{lo}, {hi}]", "widen the range")
+            extra = set(d) - {"min", "max", "multiple_of"}
+            if extra:
+                raise self.err(fld, f"unknown key(s) {sorted(extra)}", "use min, max, multiple_of")
+            dims.append(DimSpec(name, lo, hi, mult))
+        if not dims:
+            raise self.err("dims", "declares no dimension", "add e.g. [dims.n] min = 1, max = 1024")
+        names = {d.name for d in dims}
+        constraints = tuple(self.expr(c, "dims.constraints", names)
+                            for c in self.str_list(raw, "dims", "constraints"))
+        return tuple(dims), constraints
+
+    def tensors(self, raw: Any, fld: str, dim_names: set[str]) -> tuple[TensorSpec, ...]:
+        if not isinstance(raw, list) or not raw:
+            raise self.err(fld, "must be a non-empty list of {name, dtype, shape}",
+                           f'write {fld.split(".")[-1]} = [{{ name = "x", dtype = "float32", shape = ["n"] }}]')
+        out = []
+        for i, t in enumerate(raw):
+            f = f"{fld}[{i}]"
+            t = self.table(t, f)
+            name = self.get(t, f, "name", str)
+            dtype = self.get(t, f, "dtype", str)
+            if dtype not in DTYPES:
+                raise self.err(f, f"dtype {dtype!r} is not supported", f"use one of {', '.join(DTYPES)}")
+            shape = self.get(t, f, "shape", list)
+            for s in shape:
+                if isinstance(s, str) and s not in dim_names:
+                    raise self.err(f, f"shape uses {s!r}, which is not a dim", f"declare [dims.{s}] or use {sorted(dim_names)}")
+                if not isinstance(s, (str, int)) or isinstance(s, bool) or (isinstance(s, int) and s < 1):
+                    raise self.err(f, f"shape entry {s!r} is neither a dim name nor a positive int", "fix the shape")
+            out.append(TensorSpec(name, dtype, tuple(shape)))
+        return tuple(out)
+
+    def signature(self, dim_names: set[str]) -> tuple[tuple[TensorSpec, ...], tuple[TensorSpec, ...]]:
+        sig = self.table(self.raw.get("signature"), "signature")
+        inputs = self.tensors(sig.get("inputs"), "signature.inputs", dim_names)
+        outputs = self.tensors(sig.get("outputs"), "signature.outputs", dim_names)
+        names = [t.name for t in inputs + outputs]
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            raise self.err("signature", f"name(s) {sorted(dup)} used twice", "give every argument its own name")
+        return inputs, outputs
+
+    def values(self, inputs: tuple[TensorSpec, ...]) -> dict[str, tuple[Distribution, ...]]:
+        raw = self.table(self.raw.get("values"), "values")
+        out = {}
+        for t in inputs:
+            fld = f"values.{t.name}"
+            dists = raw.get(t.name)
+            if not isinstance(dists, list) or not dists:
+                raise self.err(fld, "is missing or empty", f'add [[values.{t.name}]] kind = "normal", mean = 0, std = 1')
+            parsed = []
+            for i, d in enumerate(dists):
+                f = f"{fld}[{i}]"
+                d = self.table(d, f)
+                kind = self.get(d, f, "kind", str)
+                if kind not in DISTRIBUTIONS:
+                    raise self.err(f, f"kind {kind!r} is unknown", f"use one of {', '.join(DISTRIBUTIONS)}")
+                params = {}
+                for key in DISTRIBUTIONS[kind]:
+                    params[key] = float(self.get(d, f, key, (int, float)))
+                extra = set(d) - {"kind", *DISTRIBUTIONS[kind]}
+                if extra:
+                    raise self.err(f, f"unknown key(s) {sorted(extra)} for {kind}", f"use {', '.join(DISTRIBUTIONS[kind])}")
+                if kind == "normal" and params["std"] <= 0:
+                    raise self.err(f, "std must be > 0 (never all-constant data)", "set std > 0")
+                if kind in ("uniform", "integers", "skewed") and params["high"] <= params["low"]:
+                    raise self.err(f, "high must be > low", "set high > low")
+                if kind in ("integers", "skewed") and not t.dtype.startswith("float"):
+                    info = _int_range(t.dtype)
+                    if params["low"] < info[0] or params["high"] - 1 > info[1]:
+                        raise self.err(f, f"range [{params['low']:g}, {params['high']:g}) does not fit {t.dtype}",
+                                       f"keep values within [{info[0]}, {info[1]}]")
+                if kind == "skewed" and not 0 < params["fraction"] < 1:
+                    raise self.err(f, "fraction must be in (0, 1)", "e.g. fraction = 0.9")
+                if kind == "uniform" and params["low"] == 0 == params["high"]:
+                    raise self.err(f, "all-zero data hides unwritten outputs", "use a non-degenerate range")
+                parsed.append(Distribution(kind, tuple(params.items())))
+            out[t.name] = tuple(parsed)
+        extra = set(raw) - {t.name for t in inputs}
+        if extra:
+            raise self.err("values", f"names {sorted(extra)} that are not inputs", "remove them or fix the names")
+        return out
+
+    def dims_table(self, data: Any, fld: str, dims: tuple[DimSpec, ...],
+                   constraints: tuple[Expr, ...]) -> tuple[tuple[str, int], ...]:
+        data = self.table(data, fld)
+        names = [d.name for d in dims]
+        missing = [n for n in names if n not in data]
+        extra = [k for k in data if k not in names]
+        if missing or extra:
+            raise self.err(fld, f"dims must be exactly {names} (missing {missing}, unknown {extra})",
+                           "give every dim a value and nothing else")
+        for k in names:
+            if not isinstance(data[k], int) or isinstance(data[k], bool):
+                raise self.err(fld, f"{k} = {data[k]!r} is not an integer", "use an integer")
+        probe = Spec.check_dims(_DimsOnly(dims, constraints), data)  # type: ignore[arg-type]
+        if probe:
+            raise self.err(fld, f"{probe}", "choose dims the spec allows")
+        return tuple((n, data[n]) for n in names)
+
+    def edge_cases(self, dims, constraints) -> tuple[EdgeCase, ...]:
+        raw = self.raw.get("edge_cases", [])
+        if not isinstance(raw, list):
+            raise self.err("edge_cases", "must be an array of tables", "write [[edge_cases]] blocks")
+        cases = []
+        for i, c in enumerate(raw):
+            fld = f"edge_cases[{i}]"
+            c = dict(self.table(c, fld))
+            hidden = self.get(c, fld, "hidden", bool, False)
+            c.pop("hidden", None)
+            cases.append(EdgeCase(self.dims_table(c, fld, dims, constraints), hidden))
+        return tuple(cases)
+
+    def tolerances(self, outputs, dim_names, input_names) -> tuple[dict[str, Tolerance], bool]:
+        raw = self.table(self.raw.get("tolerance"), "tolerance")
+        equal_nan = self.get(raw, "tolerance", "equal_nan", bool, False)
+        tols = {}
+        for dtype in sorted({t.dtype for t in outputs}):
+            fld = f"tolerance.{dtype}"
+            t = self.table(raw.get(dtype), fld)
+            rtol = float(self.get(t, fld, "rtol", (int, float)))
+            atol_raw = self.get(t, fld, "atol", (int, float, str))
+            if rtol < 0:
+                raise self.err(fld, "rtol is negative", "set rtol >= 0 (0 means exact)")
+            if isinstance(atol_raw, str):
+                atol: float | Expr = self.expr(atol_raw, fld, dim_names | {"eps"} | input_names, {"abs_sum"})
+                args = _abs_sum_args(atol)
+                bare = sorted((atol.names & input_names) - set(args))
+                if bare or any(a not in input_names for a in args):
+                    raise self.err(fld, f"{atol_raw!r}: inputs may appear only as abs_sum(<input>)",
+                                   f"write abs_sum({sorted(input_names)[0]})")
+            else:
+                atol = float(atol_raw)
+                if atol < 0:
+                    raise self.err(fld, "atol is negative", "set atol >= 0")
+            tols[dtype] = Tolerance(rtol, atol)
+        return tols, equal_nan
+
+    def benchmarks(self, dims, constraints) -> tuple[Benchmark, ...]:
+        raw = self.raw.get("benchmark", [])
+        if not isinstance(raw, list) or not raw:
+            raise self.err("benchmark", "has no shape", "add a [[benchmark]] block with name, dims and bytes")
+        names = {d.name for d in dims}
+        out = []
+        for i, b in enumerate(raw):
+            fld = f"benchmark[{i}]"
+            b = self.table(b, fld)
+            name = self.get(b, fld, "name", str)
+            bdims = self.dims_table(b.get("dims"), f"{fld}.dims", dims, constraints)
+            nbytes = self.expr(self.get(b, fld, "bytes", str), f"{fld}.bytes", names)
+            flops = self.expr(b["flops"], f"{fld}.flops", names) if "flops" in b else None
+            hidden = self.get(b, fld, "hidden", bool, False)
+            out.append(Benchmark(name, bdims, nbytes, flops, hidden))
+        seen = [b.name for b in out]
+        if len(set(seen)) != len(seen):
+            raise self.err("benchmark", "two shapes share a name", "give each [[benchmark]] its own name")
+        return tuple(out)
+
+    def performance(self) -> tuple[str, dict[str, Thresholds]]:
+        raw = self.table(self.raw.get("performance"), "performance", required=False)
+        ceiling = self.get(raw, "performance", "ceiling", str, "memory")
+        if ceiling not in CEILINGS:
+            raise self.err("performance", f"ceiling {ceiling!r} is unknown", f"use one of {', '.join(CEILINGS)}")
+        keys = Thresholds.__dataclass_fields__.keys()
+        base = {k: raw[k] for k in keys if k in raw}
+        result = {"default": self.thresholds("performance", base)}
+        for key, sub in raw.items():
+            if key in keys or key == "ceiling":
+                continue
+            if not re.fullmatch(r"sm_\d+a?", key) or not isinstance(sub, dict):
+                raise self.err(f"performance.{key}", "is neither a threshold nor an arch table like [performance.sm_90]",
+                               f"use one of {', '.join(keys)} or an arch key")
+            result[key] = self.thresholds(f"performance.{key}", {**base, **sub})
+        return ceiling, result
+
+    def thresholds(self, fld: str, values: dict) -> Thresholds:
+        keys = Thresholds.__dataclass_fields__.keys()
+        extra = set(values) - set(keys)
+        if extra:
+            raise self.err(fld, f"unknown key(s) {sorted(extra)}", f"use {', '.join(keys)}")
+        for k, v in values.items():
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or v < 0:
+                raise self.err(fld, f"{k} = {v!r} is not a non-negative number", "give a number >= 0")
+        t = Thresholds(**{k: float(v) for k, v in values.items()})
+        if t.ratio_full <= t.ratio_zero:
+            raise self.err(fld, f"ratio_full ({t.ratio_full}) must exceed ratio_zero ({t.ratio_zero})", "raise ratio_full")
+        if t.roofline_full <= t.roofline_zero:
+            raise self.err(fld, f"roofline_full ({t.roofline_full}) must exceed roofline_zero ({t.roofline_zero})",
+                           "raise roofline_full")
+        if not 0 < t.ratio_floor < t.ratio_cap:
+            raise self.err(fld, "need 0 < ratio_floor < ratio_cap", "e.g. ratio_floor = 0.01, ratio_cap = 1.25")
+        return t
+
+
+@dataclass(frozen=True)
+class _DimsOnly:
+    dims: tuple[DimSpec, ...]
+    constraints: tuple[Expr, ...]
+
+
+def _int_range(dtype: str) -> tuple[int, int]:
+    bits = int(re.sub(r"\D", "", dtype))
+    if dtype.startswith("u"):
+        return 0, 2**bits - 1
+    return -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+
+
+def _abs_sum_args(e: Expr) -> list[str]:
+    import ast
+    calls = [n for n in ast.walk(e._tree) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "abs_sum"]  # noqa: SLF001
+    return [n.args[0].id if len(n.args) == 1 and isinstance(n.args[0], ast.Name) else "" for n in calls]
+
+
+def machine_epsilon(dtype: str) -> float:
+    """Unit roundoff step (numpy finfo eps) for float dtypes; 0 for integers (exact)."""
+    import numpy as np
+    return float(np.finfo(dtype).eps) if dtype.startswith("float") else 0.0
+
+
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Exercise:
+    """Where an exercise's files live: the spec folder, the reference solution and the stub."""
+    name: str
+    directory: Path
+    solution: Path
+    template: Path
+
+    @property
+    def spec_path(self) -> Path:
+        return self.directory / "spec.toml"
+
+
+def find_root(start: Path | None = None) -> Path:
+    """The course root: the nearest folder at or above ``start`` (default cwd) holding ``exercises/``.
+
+    Raises:
+        FileNotFoundError: with a one-line hint when none is found.
+    """
+    start = (start or Path.cwd()).resolve()
+    for p in (start, *start.parents):
+        if (p / "exercises").is_dir():
+            return p
+    raise FileNotFoundError(f"no exercises/ folder in {start} or above: run grade in the course repository "
+                            "(or pass --root DIR)")
+
+
+def list_exercises(root: Path) -> list[Exercise]:
+    """All exercises under ``root/exercises``, sorted by name."""
+    out = []
+    for d in sorted((root / "exercises").iterdir()):
+        if d.is_dir() and NAME_RE.match(d.name):
+            out.append(Exercise(d.name, d, root / "solutions" / d.name, root / "student_template" / d.name))
+    return out
+
+
+def resolve_exercise(root: Path, query: str) -> Exercise:
+    """Resolve ``7``, ``07``, ``ex07``, ``ex07_softmax`` or ``softmax`` to an exercise.
+
+    Raises:
+        LookupError: naming the known exercises when nothing (or more than one) matches.
+    """
+    exercises = list_exercises(root)
+    q = query.strip().lower()
+    m = re.fullmatch(r"(?:ex)?(\d{1,2})", q)
+    if m:
+        matches = [e for e in exercises if int(e.name[2:4]) == int(m.group(1))]
+    else:
+        matches = [e for e in exercises if e.name == q or e.name[5:] == q]
+    if len(matches) != 1:
+        known = ", ".join(e.name for e in exercises) or "none"
+        raise LookupError(f"no exercise matches {query!r}; known: {known} (see `grade list`)")
+    return matches[0]
+
+
+def dims_label(dims: Mapping[str, int]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in dims.items())
+
+
+def elements(spec: Spec, dims: Mapping[str, int]) -> int:
+    """Total number of elements over all inputs and outputs at ``dims``."""
+    return sum(math.prod(t.concrete_shape(dims)) for t in spec.inputs + spec.outputs)

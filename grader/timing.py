@@ -1,0 +1,243 @@
+"""The benchmark protocol and its statistics.
+
+Anchors: nvbench (adaptive stop on the noise of the estimate), triton.testing.do_bench (L2 flush
+between iterations, median), GPU MODE's evaluation (outputs checked after timed runs).
+
+For one benchmark shape (:func:`run_benchmark`):
+
+1. Each contestant (the submission, and the reference solution when it is available) warms up by
+   time in its own worker.
+2. Rounds follow until the estimate is stable: before a round the parent re-draws one input set,
+   chosen at random, and poisons every output; the contestant times one ``solve`` per input set in
+   a shuffled order, each after an L2 flush, with CUDA events on the stream it runs on; then the
+   parent checks every output the round produced, the guards and the inputs (DESIGN must 4).
+   Contestants alternate within each round, so drifts in clock or temperature hit both alike.
+3. Stop when the relative standard error of the median is below the target (after a minimum
+   number of samples), or at the sample cap, or at the wall-clock cap.
+4. The parent's own wall clock around each round bounds what the worker reports (DESIGN must 5):
+   time spent outside the events (side streams, host threads, deferred work) shows up as overhead
+   beyond the reference's, and is then counted: the time used is the wall-clock time per call.
+"""
+from __future__ import annotations
+
+import math
+import random
+import statistics
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+# Asymptotic standard error of the sample median for a normal distribution: 1.2533 * sigma / sqrt(n)
+# (sqrt(pi/2); e.g. Kendall & Stuart, The Advanced Theory of Statistics, vol. 1), with sigma
+# estimated robustly as IQR / 1.349.
+_MEDIAN_SE = math.sqrt(math.pi / 2)
+_IQR_TO_SIGMA = 1.349
+
+
+@dataclass(frozen=True)
+class TimingStats:
+    """Summary of per-call times in milliseconds: median, quartiles, IQR, sample count and the
+    relative standard error of the median (dimensionless)."""
+    median_ms: float
+    q1_ms: float
+    q3_ms: float
+    n: int
+    rse: float
+    min_ms: float
+
+    @property
+    def iqr_ms(self) -> float:
+        return self.q3_ms - self.q1_ms
+
+
+def summarize(samples: Sequence[float]) -> TimingStats:
+    """Median, quartiles (inclusive method) and the median's relative standard error.
+
+    Raises:
+        ValueError: for an empty sample.
+    """
+    if not samples:
+        raise ValueError("no timing samples")
+    xs = sorted(float(s) for s in samples)
+    med = statistics.median(xs)
+    if len(xs) >= 2:
+        q1, _, q3 = statistics.quantiles(xs, n=4, method="inclusive")
+    else:
+        q1 = q3 = med
+    sigma = (q3 - q1) / _IQR_TO_SIGMA
+    rse = _MEDIAN_SE * sigma / math.sqrt(len(xs)) / med if med > 0 else math.inf
+    return TimingStats(median_ms=med, q1_ms=q1, q3_ms=q3, n=len(xs), rse=rse, min_ms=xs[0])
+
+
+@dataclass(frozen=True)
+class StopPolicy:
+    """When to stop sampling one shape: at least ``min_samples``, then as soon as the median's
+    relative standard error is <= ``target_rse``; never more than ``max_samples`` samples or
+    ``max_seconds`` of wall time."""
+    min_samples: int = 10
+    max_samples: int = 300
+    target_rse: float = 0.005
+    max_seconds: float = 3.0
+    warmup_ms: float = 25.0
+
+    def done(self, samples: Sequence[float], elapsed_s: float) -> bool:
+        if len(samples) >= self.max_samples or elapsed_s >= self.max_seconds:
+            return True
+        return len(samples) >= self.min_samples and summarize(samples).rse <= self.target_rse
+
+
+@dataclass
+class ContestantTiming:
+    """What one contestant produced on one shape (mutable while the rounds run)."""
+    name: str
+    samples: list[float] = field(default_factory=list)
+    wall_ms: float = 0.0          # parent's wall clock over all timed rounds
+    calls: int = 0
+    failure: str | None = None
+
+    def overhead_ms_per_call(self) -> float:
+        return max(0.0, self.wall_ms - sum(self.samples)) / max(self.calls, 1)
+
+
+@dataclass(frozen=True)
+class ShapeResult:
+    """Final timing of one contestant on one shape. ``time_ms`` is what scoring uses: the event
+    median, or the wall-clock time per call when work escaped the events (``outside_events``)."""
+    name: str
+    stats: TimingStats | None
+    time_ms: float | None
+    wall_ms_per_call: float | None
+    overhead_ms_per_call: float | None
+    outside_events: bool
+    failure: str | None
+    samples: tuple[float, ...]
+
+
+# How much more unaccounted wall time per call than the reference's a submission may have before
+# its event times are distrusted: a factor and an absolute slack for scheduling noise (ms).
+OUTSIDE_FACTOR = 2.0
+OUTSIDE_SLACK_MS = 0.5
+# Without a side-by-side reference: unaccounted wall time per call allowed, in ms.
+OUTSIDE_ABSOLUTE_MS = 2.0
+
+
+@dataclass(frozen=True)
+class Contestant:
+    """A worker to time: ``request(message, timeout)`` returns an Outcome (see sandbox.supervisor)."""
+    name: str
+    request: Callable[[dict[str, Any], float], Any]
+
+
+def run_benchmark(contestants: Sequence[Contestant], sets: Sequence[list[dict[str, Any]]],
+                  refresh: Callable[[int], None], poison: Callable[[], None],
+                  verify: Callable[[str], str | None], policy: StopPolicy, flush_bytes: int,
+                  call_timeout_s: float, rng: random.Random,
+                  progress: Callable[[int], None] | None = None) -> list[ShapeResult]:
+    """Time every contestant on the prepared input sets (see the module docstring).
+
+    Args:
+        sets: for each input set, the JSON descriptors of solve's arguments (inputs then outputs).
+        refresh: re-draw input set k (and its expected outputs).
+        poison: fill every output with the poison pattern and reset the guards.
+        verify: check every output, guard and input against the expected; None or a failure message.
+        flush_bytes: size of the L2 flush buffer (0 for none).
+        call_timeout_s: time limit per call; a round's limit scales with the number of sets.
+    """
+    results = {c.name: ContestantTiming(c.name) for c in contestants}
+    active = list(contestants)
+    for c in contestants:
+        poison()
+        out = c.request({"op": "warmup", "sets": list(sets), "ms": policy.warmup_ms},
+                        call_timeout_s + policy.warmup_ms / 1e3 * 4)
+        problem = out.message if not out.ok else verify(f"warm-up of {c.name}")
+        if problem:
+            results[c.name].failure = f"during warm-up: {problem}"
+    active = [c for c in contestants if results[c.name].failure is None]
+    t_start = time.perf_counter()
+    round_no = 0
+    while active:
+        if round_no:
+            refresh(rng.randrange(len(sets)))
+        round_no += 1
+        for c in (active if round_no % 2 else active[::-1]):
+            res = results[c.name]
+            poison()
+            order = list(range(len(sets)))
+            rng.shuffle(order)
+            out = c.request({"op": "time", "sets": list(sets), "order": order, "flush_bytes": flush_bytes},
+                            call_timeout_s * len(sets) + 5)
+            if not out.ok:
+                res.failure = f"{out.kind}: {out.message}"
+                continue
+            times = [float(t) for t in out.data.get("times_ms", [])]
+            if len(times) != len(order) or not all(math.isfinite(t) and t >= 0 for t in times):
+                res.failure = "the worker reported malformed times"
+                continue
+            problem = verify(f"timed round {round_no} of {c.name}")
+            if problem:
+                res.failure = problem
+                continue
+            res.samples.extend(times)
+            res.wall_ms += out.wall_s * 1e3
+            res.calls += len(times)
+        active = [c for c in active if results[c.name].failure is None]
+        if progress:
+            progress(round_no)
+        elapsed = time.perf_counter() - t_start
+        if all(policy.done(results[c.name].samples, elapsed) for c in active):
+            break
+    return finalize(list(results.values()))
+
+
+def finalize(timings: list[ContestantTiming]) -> list[ShapeResult]:
+    """Summaries, with the wall-clock bound applied: the first contestant is the submission, any
+    later one named "reference" sets the overhead it is compared with."""
+    ref = next((t for t in timings if t.name == "reference" and t.samples and not t.failure), None)
+    out = []
+    for t in timings:
+        if not t.samples or t.failure:
+            out.append(ShapeResult(t.name, summarize(t.samples) if t.samples else None, None, None, None,
+                                   False, t.failure or "no samples", tuple(t.samples)))
+            continue
+        stats = summarize(t.samples)
+        overhead = t.overhead_ms_per_call()
+        wall_per_call = t.wall_ms / t.calls
+        if ref is not None and t is not ref:
+            allowed = max(OUTSIDE_FACTOR * ref.overhead_ms_per_call(), ref.overhead_ms_per_call() + OUTSIDE_SLACK_MS)
+        else:
+            allowed = OUTSIDE_ABSOLUTE_MS
+        outside = overhead > allowed and t is not ref
+        out.append(ShapeResult(t.name, stats, wall_per_call if outside else stats.median_ms, wall_per_call,
+                               overhead, outside, None, tuple(t.samples)))
+    return out
+
+
+def time_gpu(fn: Callable[[], Any], *, warmup_ms: float = 25.0, policy: StopPolicy | None = None,
+             flush_bytes: int = 256 << 20) -> TimingStats:
+    """In-process timing for trusted code (benchmark scripts): warm-up by time, then one CUDA-event
+    pair per call on the current stream, each call after an L2 flush, until ``policy`` stops.
+    Returns milliseconds."""
+    import cupy
+    policy = policy or StopPolicy(min_samples=20, max_samples=200, target_rse=0.003, max_seconds=5.0)
+    flush = cupy.empty(flush_bytes, cupy.uint8) if flush_bytes else None
+    end = time.perf_counter() + warmup_ms / 1e3
+    fn()
+    while time.perf_counter() < end:
+        fn()
+    cupy.cuda.runtime.deviceSynchronize()
+    samples: list[float] = []
+    t0 = time.perf_counter()
+    stream = cupy.cuda.get_current_stream()
+    while not policy.done(samples, time.perf_counter() - t0):
+        batch = []
+        for i in range(10):
+            if flush is not None:
+                flush.fill(i)
+            a, b = cupy.cuda.Event(), cupy.cuda.Event()
+            a.record(stream)
+            fn()
+            b.record(stream)
+            batch.append((a, b))
+        cupy.cuda.runtime.deviceSynchronize()
+        samples.extend(cupy.cuda.get_elapsed_time(a, b) for a, b in batch)
+    return summarize(samples)
