@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-import tomli_w
 
 
 @dataclass(frozen=True)
@@ -73,6 +72,8 @@ def load_calibration(root: Path, arch: str | None) -> Calibration:
 def write_calibration(path: Path, meta: Mapping[str, Any], entries: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> None:
     """Merge ``entries`` ({exercise: {shape: {median_ms, iqr_ms, samples}}}) into ``path``, replacing
     the listed exercises and keeping the others; ``meta`` replaces the file's [meta]."""
+    import tomli_w
+
     data: dict[str, Any] = {}
     if path.is_file():
         data = tomllib.loads(path.read_text())

@@ -9,6 +9,7 @@ so elements that were never written are counted separately from wrong ones.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
@@ -59,9 +60,10 @@ class Mismatch:
         if self.n_nan:
             parts.append(f"{self.n_nan} NaN")
         text = "; ".join(parts)
-        text += (f"; first at [{idx}]: got {self.first_bad_got:.7g}, expected {self.first_bad_expected:.7g}"
-                 f"; max abs err {self.max_abs_err:.3g}, max rel err {self.max_rel_err:.3g}"
-                 f" (atol {self.atol:.3g}, rtol {self.rtol:.3g})")
+        text += f"; first at [{idx}]: got {self.first_bad_got:.7g}, expected {self.first_bad_expected:.7g}"
+        if math.isfinite(self.max_abs_err):
+            text += f"; max abs err {self.max_abs_err:.3g}, max rel err {self.max_rel_err:.3g}"
+        text += f" (atol {self.atol:.3g}, rtol {self.rtol:.3g})"
         if self.pattern:
             text += f"; pattern: {self.pattern}"
         return text

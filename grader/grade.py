@@ -26,6 +26,8 @@ from grader.spec import Benchmark, Spec
 from grader.timing import Contestant, ShapeResult, StopPolicy, run_benchmark
 
 SUBMISSION_FILES = ("kernel.cu", "solution.py")
+MAX_TIMEOUTS = 2       # time-outs before no further case is run
+MAX_FAILED_RUNS = 25   # failing runs (edge cases and shrinking steps together) before stopping
 
 
 # -- results -------------------------------------------------------------------------------------
@@ -295,18 +297,27 @@ class Grader:
         edges = edge_cases(spec, profile, self.seed)
         self.progress.phase("correctness", len(edges) + profile.examples)
         for case in edges:
+            if self.exhausted(results):
+                break
             results.append(self.run_case(case))
             self.progress.advance(results[-1].status)
-        results.extend(self.property_cases())
+        results.extend(self.property_cases(results))
         return results
 
-    def property_cases(self) -> list[CaseResult]:
+    def exhausted(self, results: Sequence[CaseResult]) -> bool:
+        """Stop running cases after repeated time-outs or crashes (each costs a worker restart
+        and up to the call time limit) or when the exercise's time budget is spent."""
+        timeouts = sum(r.status == "timeout" for r in results)
+        failures = sum(not r.passed for r in results)
+        return (timeouts >= MAX_TIMEOUTS or failures >= MAX_FAILED_RUNS
+                or time.perf_counter() > self.t0 + self.spec.limits.total_s * 0.6)
+
+    def property_cases(self, earlier: Sequence[CaseResult]) -> list[CaseResult]:
         """Hypothesis-generated cases; on a failure hypothesis shrinks towards the smallest shape.
-        Shrinking stops when the exercise's time budget runs out (we keep the smallest failure seen)."""
+        Shrinking stops early when :meth:`exhausted` says so (we keep the smallest failure seen)."""
         from hypothesis import given, seed as hseed
 
         results: list[CaseResult] = []
-        budget_end = self.t0 + self.spec.limits.total_s * 0.6
 
         class _Failed(Exception):
             pass
@@ -315,8 +326,8 @@ class Grader:
         @self.opt.profile.hypothesis_settings()
         @given(case_strategy(self.spec, self.opt.profile))
         def prop(case: Case) -> None:
-            if time.perf_counter() > budget_end:
-                return  # out of time: report what we have
+            if self.exhausted([*earlier, *results]):
+                return  # out of budget: report the failures seen so far
             r = self.run_case(case)
             results.append(r)
             if len(results) <= self.opt.profile.examples:
@@ -332,7 +343,10 @@ class Grader:
             if not any(not r.passed for r in results):
                 results.append(CaseResult("", "hypothesis", "hypothesis", 0, "grader_error",
                                           f"case generation stopped: {type(exc).__name__}: {str(exc).splitlines()[0]}"))
-        return results
+        unique: dict[str, CaseResult] = {}
+        for r in results:  # shrinking replays cases: keep each once
+            unique.setdefault(r.token, r)
+        return list(unique.values())
 
     # -- timing -----------------------------------------------------------------------------------
     def benchmark(self, bench: Benchmark, reference: Worker | None, rng: random.Random) -> BenchResult:

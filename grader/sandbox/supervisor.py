@@ -30,6 +30,7 @@ KIND_TEXT = {
     "illegal_address": "illegal memory access",
     "cuda_error": "CUDA error",
     "out_of_memory": "out of memory",
+    "output_limit": "too much output",
     "compile_error": "compile error",
     "import_error": "solution.py failed to import",
     "bad_submission": "malformed submission",
@@ -190,9 +191,7 @@ class Worker:
         self.kill()
         if code is not None and code < 0:
             sig = signal.Signals(-code).name
-            if sig == "SIGXFSZ":
-                msg = f"printed more than the {OUTPUT_LIMIT_BYTES // 2**20} MiB output limit"
-            elif sig == "SIGKILL":
+            if sig == "SIGKILL":
                 msg = "killed by SIGKILL (out of host memory?)"
             else:
                 msg = f"killed by {sig}" + (" (segmentation fault)" if sig == "SIGSEGV" else "")

@@ -16,6 +16,7 @@ bounds reported times with its own wall clock.
 """
 from __future__ import annotations
 
+import errno
 import importlib.util
 import inspect
 import socket
@@ -48,6 +49,9 @@ def classify(exc: BaseException, submission: Path | None) -> Failure:
         if own:
             where = f" (at {Path(own[-1].filename).name}:{own[-1].lineno} in {own[-1].name})"
     detail = "".join(traceback.format_exception(exc)[-12:])
+    if isinstance(exc, OSError) and exc.errno == errno.EFBIG:
+        return Failure("output_limit", "printed more than the worker's output limit "
+                       "(remove debugging prints from solve and the kernel)", detail)
     if name == "CompileError":
         return Failure("compile_error", str(exc), detail)
     if name == "OutOfMemoryError" or isinstance(exc, MemoryError):

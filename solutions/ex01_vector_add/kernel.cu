@@ -17,7 +17,7 @@
 // (__ldg); the result is stored with ordinary stores.
 
 #ifndef VA_UNROLL
-#define VA_UNROLL 4
+#define VA_UNROLL 1
 #endif
 
 extern "C" __global__ void __launch_bounds__(256)

@@ -31,8 +31,8 @@ _BLOCK_MAX_THREADS = 1024
 _REG_MAX_COLS = 32768        # longest row kept in registers (1024 threads * 32 floats)
 _CHUNK_THREADS = 512
 _CHUNK_MIN = 8192            # smallest chunk of a row given to one block in the chunked path
-_CHUNK_BLOCKS_PER_SM = 8     # target grid of the chunked path
-_ROW_KERNEL_THREADS = 512    # softmax_kernel block size
+_CHUNK_BLOCKS_PER_SM = 16    # target grid of the chunked path
+_ROW_KERNEL_THREADS = 1024   # softmax_kernel block size
 _ROW_KERNEL_MIN_ROWS_PER_SM = 4   # softmax_kernel instead of chunks when rows >= this * SMs
 
 _sm_count_cache = {}

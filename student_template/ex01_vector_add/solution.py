@@ -13,8 +13,8 @@ _add = _module.get_function("vector_add")
 
 _THREADS = 256
 _BLOCKS_PER_SM = 32     # the grid is capped: the kernel must loop (grid-stride) over the data
-
 _sms = {}               # device -> number of SMs
+
 
 def _sm_count():
     dev = cp.cuda.Device().id

@@ -16,8 +16,8 @@ _THREADS = 256
 _BLOCKS_PER_SM = 4      # a "persistent" grid: each block loops over a large share of x
 
 _scratch = {}           # number of blocks -> partial-sum buffer, reused across calls
-
 _sms = {}               # device -> number of SMs
+
 
 def _sm_count():
     dev = cp.cuda.Device().id

@@ -1,0 +1,159 @@
+"""The terminal report (rich): compile, correctness, performance, score, flags, what to try next;
+and a progress display for the long phases."""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress as RichProgress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from grader.grade import GradeResult, Progress
+from grader.spec import dims_label
+from grader.sandbox.supervisor import KIND_TEXT
+
+MAX_LISTED_FAILURES = 5
+
+
+class TerminalProgress(Progress):
+    """A transient progress bar on stderr for compile, correctness and timing phases."""
+
+    def __init__(self, console: Console):
+        self.console = console
+        self.bar: RichProgress | None = None
+        self.task: Any = None
+
+    def phase(self, name: str, total: int | None = None) -> None:
+        if self.bar is None:
+            self.bar = RichProgress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+                                    MofNCompleteColumn(), TextColumn("{task.fields[status]}"), TimeElapsedColumn(),
+                                    console=self.console, transient=True)
+            self.bar.start()
+        if self.task is not None:
+            self.bar.update(self.task, visible=False)
+        self.task = self.bar.add_task(name, total=total, status="")
+
+    def advance(self, text: str = "") -> None:
+        if self.bar is not None and self.task is not None:
+            self.bar.update(self.task, advance=1, status=text)
+
+    def done(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+            self.bar = None
+
+
+def _ms(x: float | None) -> str:
+    return f"{x:.4f}" if x is not None else "-"
+
+
+def hints(r: GradeResult) -> list[str]:
+    """What to try next, from what went wrong."""
+    out = []
+    f = r.smallest_failure
+    if f is not None:
+        text = " ".join((f.message, *f.details))
+        if "never written" in text:
+            out.append("Some outputs were never written: check that your grid covers every element "
+                       "(round the block count up) and that no thread returns early by mistake.")
+        if "wrote outside" in text:
+            out.append("Your kernel wrote past an array's end: guard each store with a bounds check (i < n).")
+        if "pattern: every element with" in text and ">=" in text:
+            out.append("Everything past some index is wrong: look at how many blocks you launch and at loop bounds.")
+        if f.status in ("timeout",):
+            out.append("A call never finished: look for a loop whose condition never changes or a __syncthreads() "
+                       "that not every thread of the block reaches.")
+        if f.status in ("illegal_address",):
+            out.append("An illegal address usually means an index past the end of an array; re-run the shown case "
+                       "with `--case` after adding bounds checks.")
+        if re.search(r"; \d+ NaN|got -?inf", text):
+            out.append("NaN or inf in the output: for large inputs subtract the maximum before exp(), and avoid 0/0.")
+    for b in r.benchmarks:
+        if b.ceiling_fraction is not None and b.ceiling_fraction < 0.5 and r.correct:
+            out.append(f"{b.name}: {b.ceiling_fraction:.0%} of the memory ceiling: use 16-byte loads (float4), "
+                       "coalesced across the warp, and enough blocks to fill all SMs.")
+            break
+    for k in r.kernels:
+        if k.get("local_bytes", 0) > 0:
+            out.append(f"Kernel {k['name']} uses {k['local_bytes']} bytes of local memory per thread (spills or a "
+                       "runtime-indexed array): index register arrays only with compile-time constants.")
+    return out
+
+
+def render(r: GradeResult, console: Console) -> None:
+    """Print the whole report."""
+    dev = f"{r.device.name} ({r.device.arch})" if r.device else "no GPU (host backend)"
+    console.rule(f"[bold]{r.exercise}[/]: {r.title}")
+    console.print(f"submission [cyan]{r.submission}[/] on {dev}; profile {r.profile}, seed {r.seed}"
+                  + (" (mixed with the grading secret)" if r.secret_used else ""))
+    if r.status != "graded":
+        console.print(f"\n[bold red]Not graded[/] ({KIND_TEXT.get(r.reason_kind, r.reason_kind)}):")
+        console.print(r.reason, markup=False, highlight=False)
+        _score(r, console)
+        return
+    if r.kernels:
+        t = Table(title="kernels", title_justify="left", show_edge=False)
+        for col in ("kernel", "registers", "shared B", "local B", "max threads"):
+            t.add_column(col, justify="right" if col != "kernel" else "left")
+        for k in r.kernels:
+            t.add_row(k["name"], str(k["registers"]), str(k["shared_bytes"]), str(k["local_bytes"]), str(k["max_threads"]))
+        console.print(t)
+    passed = sum(c.passed for c in r.cases)
+    edges = [c for c in r.cases if c.origin == "edge"]
+    color = "green" if passed == len(r.cases) else "red"
+    console.print(f"\n[bold]Correctness[/]: [{color}]{passed} of {len(r.cases)} cases passed[/] "
+                  f"({sum(c.passed for c in edges)}/{len(edges)} edge cases, "
+                  f"{sum(c.passed for c in r.cases if c.origin != 'edge')}/{len(r.cases) - len(edges)} generated)")
+    if r.hidden_cases and r.profile != "grading":
+        console.print(f"  {r.hidden_cases} hidden edge case(s) and {r.hidden_benchmarks} hidden benchmark shape(s) "
+                      "run only when grading.")
+    failures = [c for c in r.cases if not c.passed]
+    if r.smallest_failure is not None:
+        f = r.smallest_failure
+        console.print(f"\n[bold red]Smallest failing case[/]: {f.description} [{KIND_TEXT.get(f.status, f.status)}]")
+        console.print(f"  {f.message}", markup=False, highlight=False)
+        for d in f.details[:3]:
+            console.print(f"  {d}", markup=False, highlight=False)
+        if r.repro:
+            console.print(f"  reproduce: [cyan]{r.repro}[/]", highlight=False)
+        others = [c for c in failures if c is not f]
+        for c in others[:MAX_LISTED_FAILURES]:
+            console.print(f"  also failing: {c.description}: {c.message[:160]}", markup=False, highlight=False)
+        if len(others) > MAX_LISTED_FAILURES:
+            console.print(f"  ... and {len(others) - MAX_LISTED_FAILURES} more")
+    if r.benchmarks:
+        t = Table(title="\nPerformance", title_justify="left", show_edge=False)
+        for col in ("shape", "median ms", "IQR ms", "GB/s", "TFLOP/s", "% ceiling", "reference ms", "ratio"):
+            t.add_column(col, justify="left" if col == "shape" else "right")
+        for b in r.benchmarks:
+            s = b.submission
+            ref_ms = b.reference.time_ms if b.reference and b.reference.time_ms else b.calibrated_ms
+            t.add_row(f"{b.name} ({dims_label(b.dims)})", _ms(s.stats.median_ms if s.stats else None),
+                      _ms(s.stats.iqr_ms if s.stats else None), f"{b.gbps:,.0f}" if b.gbps else "-",
+                      f"{b.tflops:,.2f}" if b.tflops else "-",
+                      f"{b.ceiling_fraction:.0%}" if b.ceiling_fraction is not None else "-",
+                      _ms(ref_ms), f"{b.ratio:.2f}" if b.ratio else "-")
+            if s.failure:
+                t.add_row(f"  [red]{s.failure[:200]}[/]", "", "", "", "", "", "", "")
+        console.print(t)
+    _score(r, console)
+    for flag in r.flags:
+        console.print(f"[bold yellow]review:[/] {flag}", highlight=False)
+    tips = hints(r)
+    if tips:
+        console.print("\n[bold]What to try next[/]")
+        for tip in tips:
+            console.print(f"  - {tip}", highlight=False)
+
+
+def _score(r: GradeResult, console: Console) -> None:
+    sc = r.score
+    console.print(f"\n[bold]Score: {sc.total:g} / {sc.maximum:g}[/]  (correctness {sc.correctness:g}/{sc.correctness_max:g}, "
+                  f"performance {sc.performance:g}/{sc.performance_max:g})", highlight=False)
+    if sc.basis:
+        per = ", ".join(f"{s.name} {s.value:.2f}" for s in sc.shapes)
+        console.print(f"  performance from the {sc.basis} basis: {per}; clamped geometric mean {sc.aggregate:.3f}",
+                      highlight=False)
+    if sc.note:
+        console.print(f"  {sc.note}", markup=False, highlight=False)

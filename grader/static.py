@@ -1,0 +1,128 @@
+"""What can be checked without a GPU: compile ``kernel.cu`` with nvcc (errors as ``kernel.cu:LINE``,
+registers / shared memory / spills per kernel from ``-Xptxas -v``), parse ``solution.py`` and look
+for ``solve`` with the right number of arguments, and the spec's required/forbidden features."""
+from __future__ import annotations
+
+import ast
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from grader.kernel import parse_compiler_log
+from grader.spec import Spec
+
+_PTXAS_FUNC = re.compile(r"Compiling entry function '(\w+)' for '(sm_\w+)'")
+_PTXAS_USED = re.compile(r"Used (\d+) registers(?:.*?(\d+) bytes smem)?")
+_PTXAS_PROPS = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+
+
+@dataclass(frozen=True)
+class StaticKernel:
+    """ptxas's report for one kernel: registers per thread, static shared memory per block (bytes),
+    stack frame and spill bytes per thread."""
+    name: str
+    registers: int
+    shared_bytes: int
+    stack_bytes: int
+    spill_store_bytes: int
+    spill_load_bytes: int
+
+
+@dataclass(frozen=True)
+class StaticReport:
+    """Problems (each one line, naming file and line where known), per-kernel resources, and what
+    could not be checked here."""
+    problems: tuple[str, ...]
+    kernels: tuple[StaticKernel, ...]
+    skipped: tuple[str, ...]
+    arch: str
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def nvcc_path() -> str | None:
+    return shutil.which("nvcc")
+
+
+def compile_with_nvcc(source: Path, arch: str, options: tuple[str, ...] = ()) -> tuple[list[str], list[StaticKernel]]:
+    """Compile ``source`` to a cubin for ``arch`` (e.g. "sm_90") with ``-Xptxas -v``.
+
+    Returns (problems as ``kernel.cu:LINE: error: msg`` lines, kernels). Raises FileNotFoundError
+    when nvcc is not on PATH.
+    """
+    nvcc = nvcc_path()
+    if nvcc is None:
+        raise FileNotFoundError("nvcc is not on PATH")
+    opts = [o for o in options if not o.startswith(("-arch", "--gpu-architecture"))]
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [nvcc, f"-arch={arch}", "-cubin", "-Xptxas", "-v", *opts, "-o", str(Path(tmp) / "k.cubin"), str(source)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    log = proc.stdout + proc.stderr
+    diags = parse_compiler_log(log.replace(str(source), source.name), source.name)
+    problems = [f"{source.name}:{ln}: {kind}: {msg}" for ln, kind, msg in diags if kind != "warning"]
+    if proc.returncode != 0 and not problems:
+        problems = [f"{source.name}: nvcc failed: {log.strip().splitlines()[-1] if log.strip() else proc.returncode}"]
+    return problems, _parse_ptxas(log)
+
+
+def _parse_ptxas(log: str) -> list[StaticKernel]:
+    kernels: list[StaticKernel] = []
+    name, stack = None, (0, 0, 0)
+    for line in log.splitlines():
+        m = _PTXAS_FUNC.search(line)
+        if m:
+            name = m.group(1)
+            continue
+        m = _PTXAS_PROPS.search(line)
+        if m:
+            stack = tuple(int(x) for x in m.groups())  # type: ignore[assignment]
+            continue
+        m = _PTXAS_USED.search(line)
+        if m and name:
+            smem = int(m.group(2) or 0)
+            kernels.append(StaticKernel(name, int(m.group(1)), smem, *stack))
+            name, stack = None, (0, 0, 0)
+    return kernels
+
+
+def check_solution_py(path: Path, nargs: int) -> list[str]:
+    """Problems with ``solution.py``: syntax, no ``solve``, or a ``solve`` that cannot take ``nargs`` arguments."""
+    try:
+        tree = ast.parse(path.read_text(), filename=path.name)
+    except SyntaxError as exc:
+        return [f"solution.py:{exc.lineno}: syntax error: {exc.msg}"]
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == "solve":
+            a = node.args
+            positional = len(a.posonlyargs) + len(a.args)
+            required = positional - len(a.defaults)
+            if a.vararg is None and positional < nargs or required > nargs:
+                return [f"solution.py:{node.lineno}: solve takes {positional} positional arguments; "
+                        f"the exercise passes {nargs} (inputs then outputs)"]
+            return []
+    return ["solution.py: defines no function solve(*inputs, *outputs)"]
+
+
+def static_report(spec: Spec, submission: Path, arch: str = "sm_90") -> StaticReport:
+    """Everything that can be checked without a GPU; see the module docstring."""
+    from grader.grade import static_check  # the grader's own submission checks
+
+    problems, kernels, skipped = [], [], []
+    bad = static_check(spec, submission)
+    if bad and bad[0] == "bad_submission":
+        return StaticReport((bad[1],), (), (), arch)
+    if bad:
+        problems.append(bad[1])
+    problems += check_solution_py(submission / "solution.py", len(spec.inputs) + len(spec.outputs))
+    if nvcc_path() is None:
+        skipped.append("compiling kernel.cu (nvcc is not on PATH; install the CUDA toolkit to check it here)")
+    else:
+        errs, kernels = compile_with_nvcc(submission / "kernel.cu", arch, spec.compile_options)
+        problems += errs
+    skipped.append("running the kernel (correctness and timing need a GPU)")
+    return StaticReport(tuple(problems), tuple(kernels), tuple(skipped), arch)

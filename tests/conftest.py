@@ -1,0 +1,60 @@
+"""Shared fixtures: the course root, spec loading, GPU/nvcc skips, and a direct grade helper."""
+from __future__ import annotations
+
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from grader.calibration import Calibration, load_calibration
+from grader.cases import PROFILES, Profile
+from grader.grade import GradeOptions, GradeResult, grade
+from grader.spec import Spec, load_spec
+from grader.timing import StopPolicy
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def _gpu_reason() -> str | None:
+    from grader.device import unavailable_reason
+    return unavailable_reason()
+
+
+def pytest_collection_modifyitems(config, items):  # noqa: ANN001
+    no_gpu = _gpu_reason()
+    no_nvcc = shutil.which("nvcc") is None
+    for item in items:
+        if no_gpu and "gpu" in item.keywords:
+            item.add_marker(pytest.mark.skip(reason=f"needs a GPU: {no_gpu}"))
+        if no_nvcc and "nvcc" in item.keywords:
+            item.add_marker(pytest.mark.skip(reason="needs nvcc on PATH"))
+
+
+def spec_of(name: str) -> Spec:
+    return load_spec(ROOT / "exercises" / name / "spec.toml")
+
+
+def grade_folder(spec: Spec, folder: Path, *, backend: str = "cuda", profile: Profile | None = None,
+                 reference: Path | None = None, benchmark: bool = True, seed: int = 0,
+                 policy: StopPolicy | None = None, case_token: str | None = None) -> GradeResult:
+    """Grade ``folder`` in-process (the submission still runs in a worker)."""
+    from grader import device as dev
+    from grader.sandbox.buffers import CudaBackend, HostBackend
+
+    if backend == "cuda":
+        info = dev.detect()
+        be = CudaBackend()
+        ceil = dev.ceilings(info, {spec.ceiling})
+        cal = load_calibration(ROOT, info.arch)
+    else:
+        info, be, ceil, cal = None, HostBackend(), None, Calibration(None, {}, {})
+    opts = GradeOptions(profile=profile or PROFILES["quick"], seed=seed, backend=backend, reference=reference,
+                        benchmark=benchmark, policy=policy or StopPolicy(), case_token=case_token)
+    return grade(spec, folder, opts, be, info, ceil, cal)
+
+
+@pytest.fixture
+def small_profile() -> Profile:
+    return replace(PROFILES["quick"], examples=15, max_elements=2**14)

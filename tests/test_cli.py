@@ -1,0 +1,142 @@
+"""The `grade` command through click's runner (no GPU here: the host backend or the no-GPU path)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from grader import cli, device
+from tests.conftest import FIXTURES, ROOT
+
+COURSE = FIXTURES / "course"
+
+
+@pytest.fixture
+def runner(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "300")  # rich wraps at 80 columns when not on a terminal
+    return CliRunner()
+
+
+@pytest.fixture
+def no_gpu(monkeypatch):
+    monkeypatch.setattr(device, "unavailable_reason", lambda: "no CUDA GPU found")
+
+
+def test_help_documents_commands_and_exit_codes(runner):
+    out = runner.invoke(cli.main, ["--help"])
+    assert out.exit_code == 0
+    for word in ("grade ex07", "--compile-only", "list", "Exit codes", "could not be graded"):
+        assert word in out.output
+    out = runner.invoke(cli.main, ["run", "--help"])
+    assert out.exit_code == 0 and "--submission" in out.output and "--fail-under" in out.output
+
+
+def test_list_shows_every_exercise(runner):
+    out = runner.invoke(cli.main, ["list", "--root", str(ROOT)])
+    assert out.exit_code == 0
+    for name in ("ex01_vector_add", "ex04_reduction", "ex07_softmax"):
+        assert name in out.output
+
+
+@pytest.mark.parametrize("query", ["7", "ex07", "ex07_softmax", "softmax"])
+def test_exercise_names_resolve_and_no_gpu_is_one_clear_line(runner, no_gpu, query):
+    out = runner.invoke(cli.main, [query, "--root", str(ROOT)])
+    assert out.exit_code == cli.EXIT_ERROR
+    lines = [ln for ln in out.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "Traceback" not in out.output
+    assert "no CUDA GPU found" in lines[0] and "grade ex07_softmax --compile-only" in lines[0]
+
+
+def test_no_gpu_still_writes_the_json_result(runner, no_gpu, tmp_path):
+    path = tmp_path / "result.json"
+    out = runner.invoke(cli.main, ["ex01", "--root", str(ROOT), "--format", "json", "--output", str(path)])
+    assert out.exit_code == cli.EXIT_ERROR
+    data = json.loads(path.read_text())
+    assert data["status"] == "error" and data["reason_kind"] == "no_gpu" and data["exit_code"] == 4
+
+
+def test_unknown_exercise_is_a_usage_error(runner):
+    out = runner.invoke(cli.main, ["ex99", "--root", str(ROOT)])
+    assert out.exit_code == 2 and "no exercise matches 'ex99'" in out.output and "ex07_softmax" in out.output
+
+
+@pytest.mark.nvcc
+def test_compile_only_reports_resources_of_the_stub(runner):
+    out = runner.invoke(cli.main, ["ex01", "--root", str(ROOT), "--compile-only"])
+    assert out.exit_code == 0, out.output
+    assert "vector_add" in out.output and "no problems found" in out.output
+    assert "correctness and timing need a GPU" in out.output
+
+
+@pytest.mark.nvcc
+def test_compile_only_names_the_line_of_a_compile_error(runner, tmp_path):
+    (tmp_path / "kernel.cu").write_text('extern "C" __global__ void vector_add(float* c)\n{\n  c[0] = nope;\n}\n')
+    (tmp_path / "solution.py").write_text("def solve(a, b, c):\n    pass\n")
+    out = runner.invoke(cli.main, ["ex01", "--root", str(ROOT), "--compile-only", "--submission", str(tmp_path)])
+    assert out.exit_code == cli.EXIT_NOT_GRADED
+    assert "kernel.cu:3: error:" in out.output and "nope" in out.output
+
+
+def test_compile_only_checks_solve_without_nvcc(runner, tmp_path, monkeypatch):
+    import grader.static as static
+    monkeypatch.setattr(static, "nvcc_path", lambda: None)
+    (tmp_path / "kernel.cu").write_text("// nothing\n")
+    (tmp_path / "solution.py").write_text("def solve(a, b):\n    pass\n")
+    out = runner.invoke(cli.main, ["ex01", "--root", str(ROOT), "--compile-only", "--submission", str(tmp_path)])
+    assert out.exit_code == cli.EXIT_NOT_GRADED
+    assert "solve takes 2 positional arguments; the exercise passes 3" in out.output
+    assert "nvcc is not on PATH" in out.output
+
+
+def test_host_grade_of_the_solution_writes_valid_json(runner, tmp_path):
+    jsonschema = pytest.importorskip("jsonschema")
+    from grader.report.json_report import schema
+    path = tmp_path / "r.json"
+    out = runner.invoke(cli.main, ["90", "--root", str(COURSE), "--backend", "host", "--submission",
+                                   str(COURSE / "solutions" / "ex90_add"), "--format", "json", "-o", str(path)])
+    assert out.exit_code == 0, out.output
+    data = json.loads(path.read_text())
+    jsonschema.validate(data, schema())
+    assert data["correct"] and data["score"]["correctness"] == 30 and data["exit_code"] == 0
+    assert data["benchmarks"][0]["submission"]["n"] >= 10
+
+
+def test_fail_under_and_not_graded_exit_codes(runner, tmp_path):
+    jsonschema = pytest.importorskip("jsonschema")
+    from grader.report.json_report import schema
+    stub = ["90", "--root", str(COURSE), "--backend", "host", "--format", "json"]
+    out = runner.invoke(cli.main, [*stub, "--fail-under", "50", "-o", str(tmp_path / "a.json")])
+    assert out.exit_code == cli.EXIT_BELOW
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    out = runner.invoke(cli.main, [*stub, "--submission", str(empty), "-o", str(tmp_path / "b.json")])
+    assert out.exit_code == cli.EXIT_NOT_GRADED
+    data = json.loads((tmp_path / "b.json").read_text())
+    jsonschema.validate(data, schema())
+    assert data["status"] == "not_graded" and data["reason_kind"] == "bad_submission"
+
+
+def test_text_report_shows_the_smallest_failure_and_how_to_reproduce(runner):
+    out = runner.invoke(cli.main, ["90", "--root", str(COURSE), "--backend", "host"])
+    assert out.exit_code == 0
+    assert "Smallest failing case: n=1" in out.output
+    assert "never written" in out.output and "--case 'n=1/" in out.output
+    assert "Score: 0 / 100" in out.output
+
+
+def test_bad_case_token_is_one_line(runner):
+    out = runner.invoke(cli.main, ["90", "--root", str(COURSE), "--backend", "host", "--case", "n=oops"])
+    assert out.exit_code == cli.EXIT_ERROR
+    assert "--case 'n=oops': expected" in out.output and "Traceback" not in out.output
+
+
+def test_broken_spec_is_one_line_naming_file_and_field(runner, tmp_path):
+    import shutil
+    course = tmp_path / "course"
+    shutil.copytree(COURSE, course)
+    spec = course / "exercises" / "ex90_add" / "spec.toml"
+    spec.write_text(spec.read_text().replace("max = 5000", "max = 0"))
+    out = runner.invoke(cli.main, ["90", "--root", str(course), "--backend", "host"])
+    assert out.exit_code == cli.EXIT_ERROR
+    assert "spec.toml: [dims.n] max (0) is below min (1); fix: set max >= min" in out.output

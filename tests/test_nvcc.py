@@ -1,0 +1,25 @@
+"""Every .cu file in the repository compiles with nvcc for sm_80, sm_89 and sm_90."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from tests.conftest import ROOT
+
+CU_FILES = sorted(p for p in ROOT.rglob("*.cu") if not any(part.startswith(".") for part in p.relative_to(ROOT).parts))
+ARCHES = ["sm_80", "sm_89", "sm_90"]
+
+
+def test_there_are_kernels_to_compile():
+    assert len(CU_FILES) >= 6
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("arch", ARCHES)
+@pytest.mark.parametrize("path", CU_FILES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_compiles(path, arch, tmp_path):
+    proc = subprocess.run([shutil.which("nvcc"), f"-arch={arch}", "-std=c++17", "-cubin", "-o",
+                           str(tmp_path / "k.cubin"), str(path)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr

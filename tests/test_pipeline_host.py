@@ -1,0 +1,148 @@
+"""The whole pipeline on the CPU: real specs (shrunk to small shapes) and numpy fake submissions,
+graded through the host backend (shared memory, a real worker process)."""
+from __future__ import annotations
+
+import textwrap
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from grader.cases import PROFILES
+from grader.timing import StopPolicy
+from tests.conftest import FIXTURES, grade_folder, spec_of
+
+SOFTMAX = """
+import numpy as np
+def solve(x, y):
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    y[...] = e / e.sum(axis=1, keepdims=True)
+"""
+FAST = StopPolicy(min_samples=5, max_samples=30, max_seconds=0.5, warmup_ms=1)
+
+
+def small_softmax():
+    spec = spec_of("ex07_softmax")
+    edges = tuple(e for e in spec.edge_cases if e.as_dict()["rows"] * e.as_dict()["cols"] <= 2**16)
+    benches = tuple(replace(b, dims=(("rows", 16), ("cols", 64 * (i + 1)))) for i, b in enumerate(spec.benchmarks))
+    return replace(spec, edge_cases=edges, benchmarks=benches)
+
+
+def fake(tmp_path: Path, body: str, name: str = "sub") -> Path:
+    d = tmp_path / name
+    d.mkdir()
+    (d / "kernel.cu").write_text("// numpy fake\n")
+    (d / "solution.py").write_text(textwrap.dedent(body))
+    return d
+
+
+@pytest.fixture
+def profile():
+    return replace(PROFILES["quick"], examples=12, max_elements=2**13)
+
+
+def test_a_correct_submission_passes_every_case_and_is_timed_against_the_reference(tmp_path, profile):
+    ref = fake(tmp_path, SOFTMAX, "ref")
+    sub = fake(tmp_path, SOFTMAX, "sub")
+    r = grade_folder(small_softmax(), sub, backend="host", profile=profile, reference=ref, policy=FAST)
+    assert r.status == "graded" and r.correct
+    assert {c.origin for c in r.cases} == {"edge", "hypothesis"}
+    assert len(r.benchmarks) == 2
+    for b in r.benchmarks:
+        assert b.reference is not None and b.reference.stats.n >= 5
+        assert b.submission.stats.n >= 5 and b.ratio is not None
+    assert r.score.basis == "side-by-side" and r.score.correctness == 40
+
+
+def test_a_wrong_submission_is_shrunk_to_the_smallest_failing_shape(tmp_path, profile):
+    body = SOFTMAX + "    if x.shape[1] > 40:\n        y[:, 40:] = 0\n"
+    r = grade_folder(small_softmax(), fake(tmp_path, body), backend="host", profile=profile)
+    f = r.smallest_failure
+    assert f is not None and not r.correct and r.score.total == 0
+    assert f.token.startswith("rows=1,cols=41/"), f.token  # shrunk: one row, the first failing width
+    assert "every element with cols >= 40" in " ".join(f.details)
+    assert r.repro and f.token in r.repro
+
+
+def test_overflowing_softmax_fails_on_large_inputs(tmp_path, profile):
+    body = "import numpy as np\ndef solve(x, y):\n    e = np.exp(x)\n    y[...] = e / e.sum(axis=1, keepdims=True)\n"
+    r = grade_folder(small_softmax(), fake(tmp_path, body), backend="host", profile=profile)
+    assert not r.correct
+    assert "uniform(low=-10000" in r.smallest_failure.description or "mean=8000" in r.smallest_failure.description
+
+
+def test_modifying_an_input_fails(tmp_path, profile):
+    body = SOFTMAX + "    x[0, 0] = 0\n"
+    r = grade_folder(small_softmax(), fake(tmp_path, body), backend="host", profile=profile, benchmark=False)
+    assert not r.correct
+    assert "modified input 'x'" in r.smallest_failure.message
+
+
+def test_a_single_case_can_be_rerun(tmp_path, profile):
+    body = SOFTMAX + "    if x.shape[1] > 40:\n        y[:, 40:] = 0\n"
+    sub = fake(tmp_path, body)
+    r = grade_folder(small_softmax(), sub, backend="host", profile=profile,
+                     case_token="rows=2,cols=50/x=0/seed=5")
+    assert len(r.cases) == 1 and r.cases[0].origin == "repro" and r.cases[0].status == "fail"
+    assert r.score.total == 0 and "not scored" in r.score.note
+
+
+def test_crashes_are_recorded_against_their_case_and_grading_goes_on(tmp_path, profile):
+    body = SOFTMAX.replace("def solve(x, y):", "def solve(x, y):\n    import os\n    if x.shape[1] == 33: os._exit(3)")
+    r = grade_folder(small_softmax(), fake(tmp_path, body), backend="host", profile=profile, benchmark=False)
+    crashed = [c for c in r.cases if c.status == "crash"]
+    assert crashed and all(",cols=33/" in c.token for c in crashed)
+    assert any(c.passed for c in r.cases) and r.worker_restarts >= 1
+
+
+def test_outputs_of_timed_runs_are_checked(tmp_path, profile):
+    """A submission that is right when checked once but replays a cached answer later fails timing."""
+    body = SOFTMAX.replace("def solve(x, y):", "_cache = {}\ndef solve(x, y):\n"
+                           "    key = x.shape\n    if key in _cache:\n        y[...] = _cache[key]; return")
+    body += "    _cache[x.shape] = y.copy()\n"
+    ref = fake(tmp_path, SOFTMAX, "ref")
+    r = grade_folder(small_softmax(), fake(tmp_path, body), backend="host", profile=profile, reference=ref,
+                     policy=FAST)
+    # correctness cases use fresh shapes mostly; the timing rounds re-draw inputs of a fixed shape
+    failures = [b.submission.failure for b in r.benchmarks if b.submission.failure]
+    assert failures and "wrong output" in failures[0]
+    assert r.score.performance == 0
+
+
+def test_time_outside_the_events_is_counted_and_flagged(tmp_path, profile):
+    """On the host backend the worker's 'events' are perf_counter readings; a submission that
+    slows the real work down but makes the clock lie is caught by the parent's wall clock."""
+    body = SOFTMAX.replace("def solve(x, y):", "import time\n_real = time.perf_counter\n"
+                           "time.perf_counter = lambda: _real() * 1e-3\ndef solve(x, y):\n    _t = _real()\n"
+                           "    while _real() - _t < 0.004: pass")
+    ref = fake(tmp_path, SOFTMAX, "ref")
+    r = grade_folder(small_softmax(), fake(tmp_path, body), backend="host", profile=profile, reference=ref,
+                     policy=FAST)
+    assert r.correct
+    assert all(b.submission.outside_events for b in r.benchmarks)
+    assert all(b.submission.time_ms >= 4.0 for b in r.benchmarks)
+    assert any("outside the timed events" in f for f in r.flags)
+
+
+def test_missing_files_are_not_graded(tmp_path, profile):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    r = grade_folder(small_softmax(), empty, backend="host", profile=profile)
+    assert r.status == "not_graded" and r.reason_kind == "bad_submission"
+    assert "kernel.cu: missing" in r.reason
+
+
+def test_forbidden_features_are_rejected_before_running(tmp_path, profile):
+    spec = replace(small_softmax(), forbidden=(r"cupy\.matmul",))
+    body = "import cupy\n# cupy.matmul in a comment is fine\ndef solve(x, y):\n    cupy.matmul(x, x)\n"
+    r = grade_folder(spec, fake(tmp_path, body), backend="host", profile=profile)
+    assert r.status == "not_graded" and r.reason_kind == "forbidden"
+    assert r.reason.startswith("solution.py:4: uses 'cupy.matmul'")
+
+
+def test_course_fixture_exercise_grades_fully(profile):
+    from grader.spec import load_spec
+    spec = load_spec(FIXTURES / "course" / "exercises" / "ex90_add" / "spec.toml")
+    sol = FIXTURES / "course" / "solutions" / "ex90_add"
+    r = grade_folder(spec, sol, backend="host", profile=profile, reference=sol, policy=FAST)
+    assert r.correct and r.score.correctness == 30

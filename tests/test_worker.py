@@ -1,0 +1,135 @@
+"""The worker's isolation, exercised with CPU-side fake submissions (host backend, numpy arrays)."""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from grader.sandbox.buffers import HostBackend
+from grader.sandbox.supervisor import Worker, WorkerConfig
+
+ADD = "def solve(a, b, c):\n    c[...] = a + b\n"
+
+
+def make_submission(tmp_path: Path, body: str, name: str = "sub") -> Path:
+    d = tmp_path / name
+    d.mkdir()
+    (d / "kernel.cu").write_text("// host fake\n")
+    (d / "solution.py").write_text(textwrap.dedent(body))
+    return d
+
+
+def start(folder: Path, call_s: float = 5.0, compile_s: float = 20.0) -> Worker:
+    return Worker(WorkerConfig("host", folder, (), ("a", "b", "c"), compile_s, call_s))
+
+
+@pytest.fixture
+def arrays():
+    be = HostBackend()
+    arrs = [be.alloc((100,), "float32") for _ in range(3)]
+    arrs[0].array[...] = np.arange(100)
+    arrs[1].array[...] = 1.0
+    yield arrs
+    for g in arrs:
+        g.free()
+
+
+def run(w: Worker, arrs, timeout: float = 5.0):
+    return w.request({"op": "run", "args": [g.descriptor.to_json() for g in arrs]}, timeout)
+
+
+def test_a_correct_fake_writes_the_shared_output(tmp_path, arrays):
+    w = start(make_submission(tmp_path, ADD))
+    try:
+        assert w.ensure().ok
+        out = run(w, arrays)
+        assert out.ok and out.wall_s > 0
+        np.testing.assert_array_equal(arrays[2].array, np.arange(100) + 1.0)
+        assert all(g.guard_damage() is None for g in arrays)
+    finally:
+        w.close()
+
+
+@pytest.mark.parametrize("body, kind, words", [
+    ("def solve(a, b, c):\n    raise ValueError('boom')\n", "exception", "ValueError: boom (at solution.py:2 in solve)"),
+    ("import os, signal\ndef solve(a, b, c):\n    os.kill(os.getpid(), signal.SIGSEGV)\n", "crash", "SIGSEGV"),
+    ("import os\ndef solve(a, b, c):\n    os._exit(7)\n", "crash", "exited with status 7"),
+    ("def solve(a, b, c):\n    while True:\n        pass\n", "timeout", "no answer within 1 s"),
+    ("def solve(a, b, c):\n    raise MemoryError('too big')\n", "out_of_memory", "out of memory"),
+    ("import sys\ndef solve(a, b, c):\n    while True:\n        sys.stdout.write('x' * 65536)\n", "output_limit",
+     "output limit"),
+])
+def test_failures_are_classified_and_the_worker_restarts(tmp_path, arrays, body, kind, words):
+    w = start(make_submission(tmp_path, body), call_s=1.0)
+    try:
+        assert w.ensure().ok
+        out = run(w, arrays, timeout=1.0 if kind == "timeout" else 20.0)
+        assert not out.ok and out.kind == kind, out
+        assert words in out.message
+        assert not w.alive
+        # the next request gets a fresh worker that loads the submission again
+        assert w.ensure().ok and w.starts == 2
+    finally:
+        w.close()
+
+
+@pytest.mark.parametrize("body, kind, words", [
+    ("def solve(a, b, c):\n  return (\n", "bad_submission", "solution.py:2: syntax error"),
+    ("import does_not_exist\ndef solve(a, b, c): pass\n", "import_error", "No module named 'does_not_exist'"),
+    ("def solver(a, b, c): pass\n", "bad_submission", "defines no function solve"),
+    ("def solve(a, b): pass\n", "bad_submission", "cannot take the 3 arguments"),
+    ("while True:\n    pass\n", "timeout", "no answer within 2 s"),
+])
+def test_load_failures(tmp_path, body, kind, words):
+    w = start(make_submission(tmp_path, body), compile_s=2.0)
+    try:
+        out = w.ensure()
+        assert not out.ok and out.kind == kind, out
+        assert words in out.message
+    finally:
+        w.close()
+
+
+def test_writes_past_an_output_are_caught_by_the_guard(tmp_path, arrays):
+    body = """
+    import ctypes
+    def solve(a, b, c):
+        c[...] = a + b
+        ctypes.memset(c.ctypes.data + c.nbytes, 0, 16)
+    """
+    w = start(make_submission(tmp_path, body))
+    try:
+        assert run(w, arrays).ok if w.ensure().ok else False
+        assert arrays[2].guard_damage() == "16 bytes after the end"
+        assert arrays[0].guard_damage() is None
+    finally:
+        w.close()
+
+
+def test_the_worker_does_not_see_the_grading_secret(tmp_path, arrays, monkeypatch):
+    monkeypatch.setenv("GRADER_SECRET", "hunter2")
+    body = """
+    import os
+    def solve(a, b, c):
+        c[...] = 1.0 if "GRADER_SECRET" in os.environ else 0.0
+    """
+    w = start(make_submission(tmp_path, body))
+    try:
+        assert w.ensure().ok and run(w, arrays).ok
+        assert float(arrays[2].array[0]) == 0.0
+    finally:
+        w.close()
+
+
+def test_time_request_returns_one_sample_per_call(tmp_path, arrays):
+    w = start(make_submission(tmp_path, ADD))
+    try:
+        assert w.ensure().ok
+        descs = [g.descriptor.to_json() for g in arrays]
+        out = w.request({"op": "time", "sets": [descs, descs], "order": [1, 0, 1]}, 5)
+        assert out.ok and len(out.data["times_ms"]) == 3
+        assert all(t >= 0 for t in out.data["times_ms"])
+    finally:
+        w.close()
