@@ -63,6 +63,9 @@ def parse_token(spec: Spec, token: str) -> Case:
         seed = int(parts[2][5:])
     except ValueError:
         raise ValueError(f"--case {token!r}: {form}") from None
+    unknown = (set(dims) - {d.name for d in spec.dims}) | (set(dists) - {t.name for t in spec.inputs})
+    if unknown:
+        raise ValueError(f"--case {token!r}: unknown name(s) {sorted(unknown)}; {form}")
     problem = spec.check_dims(dims)
     if problem:
         raise ValueError(f"--case {token!r}: {problem}")

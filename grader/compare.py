@@ -87,6 +87,12 @@ def compare(name: str, out: Any, ref: Any, tol: Tolerance, atol: float, equal_na
         atol: resolved absolute tolerance (see :func:`resolve_atol`).
         axis_names: names for the axes in the pattern description (the spec's shape symbols).
     """
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        return _compare(name, out, ref, tol, atol, equal_nan, xp, axis_names)
+
+
+def _compare(name: str, out: Any, ref: Any, tol: Tolerance, atol: float, equal_nan: bool, xp: Any,
+             axis_names: Sequence[str]) -> Mismatch | None:
     if out.shape != ref.shape:
         raise ValueError(f"{name}: shape {out.shape} differs from the oracle's {ref.shape}")
     dtype = str(out.dtype)
@@ -99,18 +105,20 @@ def compare(name: str, out: Any, ref: Any, tol: Tolerance, atol: float, equal_na
         got64 = out.astype(xp.float64)
         ref64 = ref.astype(xp.float64)
         diff = xp.abs(got64 - ref64)
-        with np.errstate(invalid="ignore"):
-            ok = (diff <= atol + tol.rtol * xp.abs(ref64)) | (got64 == ref64)
+        # An infinite oracle value is matched only by the same infinity (inf <= inf would pass anything).
+        ok = (xp.isfinite(ref64) & (diff <= atol + tol.rtol * xp.abs(ref64))) | (got64 == ref64)
         if equal_nan:
             ok |= xp.isnan(got64) & xp.isnan(ref64)
+    view, bits = poison_value(dtype)
+    unwritten = out.view(view) == view(bits)
+    if not exact:
+        ok &= ~unwritten  # the float poison is a NaN: never let equal_nan accept an unwritten element
     bad = ~ok
     n_bad = int(bad.sum())
     if n_bad == 0:
         return None
-    view, bits = poison_value(dtype)
-    unwritten = out.view(view) == view(bits) if dtype in POISON_BITS else xp.zeros(out.shape, bool)
     n_unwritten = int(unwritten.sum())
-    n_nan = 0 if exact else int((xp.isnan(got64) & ~unwritten).sum())
+    n_nan = 0 if exact else int((xp.isnan(got64) & ~unwritten & bad).sum())
     diff_all = xp.abs(got64 - ref64)
     finite = xp.isfinite(diff_all) & bad
     max_abs = float(diff_all[finite].max()) if bool(finite.any()) else float("inf")

@@ -106,6 +106,9 @@ def score(correct: bool, shapes: Sequence[ShapePerf], thresholds: Thresholds,
     if not correct:
         return Score(0.0, points_correctness, 0.0, points_performance, None, (), None,
                      "correctness failed, so performance was not scored")
+    if not shapes:
+        return Score(points_correctness, points_correctness, 0.0, points_performance, None, (), None,
+                     "no benchmark shape was timed (all are hidden outside grading mode)")
     failed = [s for s in shapes if s.failure or s.time_ms is None]
     if failed:
         return Score(points_correctness, points_correctness, 0.0, points_performance, None, (), None,
@@ -116,13 +119,12 @@ def score(correct: bool, shapes: Sequence[ShapePerf], thresholds: Thresholds,
                      "no reference time and no ceiling to compare with")
     per_shape = []
     for s in shapes:
-        if basis == "side-by-side":
-            v = s.reference_ms / s.time_ms  # type: ignore[operator]
-        elif basis == "calibration":
-            v = s.calibrated_ms / s.time_ms  # type: ignore[operator]
+        if basis in ("side-by-side", "calibration"):
+            ref = s.reference_ms if basis == "side-by-side" else s.calibrated_ms
+            v = ref / s.time_ms if s.time_ms > 0 else math.inf  # type: ignore[operator]  # inf: clamped to the cap
         else:
             v = s.roofline_fraction
-        v = float(v) if v is not None and math.isfinite(v) else thresholds.ratio_floor
+        v = thresholds.ratio_floor if v is None or math.isnan(v) else float(v)
         per_shape.append(ShapeScore(s.name, v, min(max(v, thresholds.ratio_floor), thresholds.ratio_cap)))
     agg = clamped_geomean([p.value for p in per_shape], thresholds.ratio_floor, thresholds.ratio_cap)  # type: ignore[misc]
     if basis == "roofline":

@@ -218,6 +218,12 @@ class _Parser:
             raise self.err(fld, "is missing or not a table", f"add a [{fld}] table")
         return data
 
+    def only(self, data: dict, fld: str, keys: set[str] | tuple[str, ...]) -> None:
+        """Reject keys a table does not know (a misspelt key must not be silently ignored)."""
+        extra = set(data) - set(keys)
+        if extra:
+            raise self.err(fld, f"unknown key(s) {sorted(extra)}", f"use only {', '.join(sorted(keys))}")
+
     def get(self, data: dict, fld: str, key: str, kind: type | tuple, default: Any = ...) -> Any:
         if key not in data:
             if default is ...:
@@ -258,7 +264,9 @@ class _Parser:
             raise self.err("exercise", f"name {name!r} differs from its folder {self.path.parent.name!r}",
                            "make the name equal the folder name")
         title = self.get(ex, "exercise", "title", str)
+        self.only(ex, "exercise", ("name", "title", "points"))
         points = self.table(ex.get("points"), "exercise.points")
+        self.only(points, "exercise.points", ("correctness", "performance"))
         p_corr = float(self.get(points, "exercise.points", "correctness", (int, float)))
         p_perf = float(self.get(points, "exercise.points", "performance", (int, float)))
         if p_corr < 0 or p_perf < 0 or p_corr + p_perf <= 0:
@@ -274,8 +282,10 @@ class _Parser:
         benchmarks = self.benchmarks(dims, constraints)
         ceiling, performance = self.performance()
         comp = self.table(self.raw.get("compile"), "compile", required=False)
+        self.only(comp, "compile", ("options",))
         options = self.str_list(comp, "compile", "options")
         feats = self.table(self.raw.get("features"), "features", required=False)
+        self.only(feats, "features", ("required", "forbidden"))
         required = self.str_list(feats, "features", "required")
         forbidden = self.str_list(feats, "features", "forbidden")
         for pattern in required + forbidden:
@@ -285,6 +295,7 @@ class _Parser:
                 raise self.err("features", f"pattern {pattern!r} is not a regular expression ({exc})",
                                "escape special characters") from None
         lim = self.table(self.raw.get("limits"), "limits", required=False)
+        self.only(lim, "limits", ("compile_s", "case_s", "total_s"))
         limits = Limits(**{k: float(self.get(lim, "limits", k, (int, float), getattr(Limits, k)))
                            for k in ("compile_s", "case_s", "total_s")})
         unknown = set(self.raw) - {"exercise", "signature", "dims", "values", "edge_cases", "tolerance",
@@ -343,6 +354,7 @@ class _Parser:
         for i, t in enumerate(raw):
             f = f"{fld}[{i}]"
             t = self.table(t, f)
+            self.only(t, f, ("name", "dtype", "shape"))
             name = self.get(t, f, "name", str)
             dtype = self.get(t, f, "dtype", str)
             if dtype not in DTYPES:
@@ -358,6 +370,7 @@ class _Parser:
 
     def signature(self, dim_names: set[str]) -> tuple[tuple[TensorSpec, ...], tuple[TensorSpec, ...]]:
         sig = self.table(self.raw.get("signature"), "signature")
+        self.only(sig, "signature", ("inputs", "outputs"))
         inputs = self.tensors(sig.get("inputs"), "signature.inputs", dim_names)
         outputs = self.tensors(sig.get("outputs"), "signature.outputs", dim_names)
         names = [t.name for t in inputs + outputs]
@@ -391,15 +404,24 @@ class _Parser:
                     raise self.err(f, "std must be > 0 (never all-constant data)", "set std > 0")
                 if kind in ("uniform", "integers", "skewed") and params["high"] <= params["low"]:
                     raise self.err(f, "high must be > low", "set high > low")
-                if kind in ("integers", "skewed") and not t.dtype.startswith("float"):
+                is_int = not t.dtype.startswith("float")
+                if kind == "uniform" and is_int:
+                    raise self.err(f, f"uniform draws reals, but {t.name} is {t.dtype}", 'use kind = "integers"')
+                if kind in ("integers", "skewed") and is_int:
                     info = _int_range(t.dtype)
-                    if params["low"] < info[0] or params["high"] - 1 > info[1]:
-                        raise self.err(f, f"range [{params['low']:g}, {params['high']:g}) does not fit {t.dtype}",
-                                       f"keep values within [{info[0]}, {info[1]}]")
+                    values = [params["low"], params["high"] - 1] + ([params["value"]] if kind == "skewed" else [])
+                    if min(values) < info[0] or max(values) > info[1]:
+                        raise self.err(f, f"values {[int(v) for v in values]} do not all fit {t.dtype}",
+                                       f"keep low, high - 1 and value within [{info[0]}, {info[1]}]")
+                if kind in ("integers", "skewed"):
+                    possible = {params["low"]} if params["high"] - params["low"] <= 1 else {0.0, 1.0}
+                    if kind == "skewed":
+                        possible.add(params["value"])
+                    if possible == {0.0}:
+                        raise self.err(f, "every value drawn would be 0 (all-zero data hides unwritten outputs)",
+                                       "widen [low, high) or choose a non-zero value")
                 if kind == "skewed" and not 0 < params["fraction"] < 1:
                     raise self.err(f, "fraction must be in (0, 1)", "e.g. fraction = 0.9")
-                if kind == "uniform" and params["low"] == 0 == params["high"]:
-                    raise self.err(f, "all-zero data hides unwritten outputs", "use a non-degenerate range")
                 parsed.append(Distribution(kind, tuple(params.items())))
             out[t.name] = tuple(parsed)
         extra = set(raw) - {t.name for t in inputs}
@@ -440,10 +462,12 @@ class _Parser:
     def tolerances(self, outputs, dim_names, input_names) -> tuple[dict[str, Tolerance], bool]:
         raw = self.table(self.raw.get("tolerance"), "tolerance")
         equal_nan = self.get(raw, "tolerance", "equal_nan", bool, False)
+        out_dtypes = sorted({t.dtype for t in outputs})
         tols = {}
-        for dtype in sorted({t.dtype for t in outputs}):
+        for dtype in out_dtypes:
             fld = f"tolerance.{dtype}"
             t = self.table(raw.get(dtype), fld)
+            self.only(t, fld, ("rtol", "atol"))
             rtol = float(self.get(t, fld, "rtol", (int, float)))
             atol_raw = self.get(t, fld, "atol", (int, float, str))
             if rtol < 0:
@@ -460,6 +484,7 @@ class _Parser:
                 if atol < 0:
                     raise self.err(fld, "atol is negative", "set atol >= 0")
             tols[dtype] = Tolerance(rtol, atol)
+        self.only(raw, "tolerance", ("equal_nan", *out_dtypes))
         return tols, equal_nan
 
     def benchmarks(self, dims, constraints) -> tuple[Benchmark, ...]:
@@ -471,6 +496,7 @@ class _Parser:
         for i, b in enumerate(raw):
             fld = f"benchmark[{i}]"
             b = self.table(b, fld)
+            self.only(b, fld, ("name", "dims", "bytes", "flops", "hidden"))
             name = self.get(b, fld, "name", str)
             bdims = self.dims_table(b.get("dims"), f"{fld}.dims", dims, constraints)
             nbytes = self.expr(self.get(b, fld, "bytes", str), f"{fld}.bytes", names)

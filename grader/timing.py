@@ -169,10 +169,13 @@ def run_benchmark(contestants: Sequence[Contestant], sets: Sequence[list[dict[st
             if not out.ok:
                 res.failure = f"{out.kind}: {out.message}"
                 continue
-            times = [float(t) for t in out.data.get("times_ms", [])]
-            if len(times) != len(order) or not all(math.isfinite(t) and t >= 0 for t in times):
+            raw = out.data.get("times_ms")
+            if (not isinstance(raw, list) or len(raw) != len(order)
+                    or not all(isinstance(t, (int, float)) and not isinstance(t, bool)
+                               and math.isfinite(t) and t >= 0 for t in raw)):
                 res.failure = "the worker reported malformed times"
                 continue
+            times = [float(t) for t in raw]
             problem = verify(f"timed round {round_no} of {c.name}")
             if problem:
                 res.failure = problem

@@ -303,9 +303,10 @@ __device__ __forceinline__ void write_range(const float* __restrict__ xr, float*
             const long long c = c0 + k * step;
             if (c < end) {
                 if (VEC == 4) {
-                    *reinterpret_cast<float4*>(yr + c) = make_float4(
+                    const float4 o = make_float4(
                         sm_exp(v[4 * k + 0] - m) * inv, sm_exp(v[4 * k + 1] - m) * inv,
                         sm_exp(v[4 * k + 2] - m) * inv, sm_exp(v[4 * k + 3] - m) * inv);
+                    __stwb(reinterpret_cast<float4*>(yr + c), o);   // one 16-byte store
                 } else {
                     yr[c] = sm_exp(v[k] - m) * inv;
                 }

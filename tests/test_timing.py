@@ -1,0 +1,260 @@
+"""grader/timing.py on synthetic samples and fake workers (no GPU)."""
+from __future__ import annotations
+
+import math
+import random
+from typing import Any, Callable
+
+import pytest
+
+from grader.sandbox.supervisor import Outcome
+from grader.timing import (Contestant, ContestantTiming, StopPolicy, finalize, run_benchmark,
+                           summarize)
+
+
+# -- summarize -----------------------------------------------------------------------------------------
+def test_summarize_odd_count() -> None:
+    s = summarize([5.0, 1.0, 4.0, 2.0, 3.0])
+    assert (s.median_ms, s.q1_ms, s.q3_ms, s.iqr_ms, s.n, s.min_ms) == (3.0, 2.0, 4.0, 2.0, 5, 1.0)
+    assert s.rse == pytest.approx(1.2533 * (2.0 / 1.349) / math.sqrt(5) / 3.0, rel=1e-4)
+
+
+def test_summarize_even_count_interpolates() -> None:
+    s = summarize([4, 1, 3, 2])  # inclusive quartiles: positions 0.75 and 2.25 of 0..3
+    assert (s.median_ms, s.q1_ms, s.q3_ms) == (2.5, 1.75, 3.25)
+    assert s.rse == pytest.approx(1.2533 * (1.5 / 1.349) / math.sqrt(4) / 2.5, rel=1e-4)
+
+
+def test_summarize_single_sample_and_constant() -> None:
+    s = summarize([2.0])
+    assert (s.median_ms, s.q1_ms, s.q3_ms, s.n, s.rse) == (2.0, 2.0, 2.0, 1, 0.0)
+    assert summarize([0.7] * 9).rse == 0.0
+    assert summarize([0.0, 0.0, 0.0]).rse == math.inf  # median 0: no relative error
+
+
+def test_summarize_empty_raises() -> None:
+    with pytest.raises(ValueError, match="no timing samples"):
+        summarize([])
+
+
+# -- StopPolicy -------------------------------------------------------------------------------------------
+POLICY = StopPolicy(min_samples=5, max_samples=20, target_rse=0.01, max_seconds=2.0)
+NOISY = [1.0, 2.0] * 5  # rse = 1.2533 * (1 / 1.349) / sqrt(10) / 1.5 = 0.196
+
+
+@pytest.mark.parametrize("samples, elapsed, done", [
+    ([1.0] * 4, 0.0, False),          # rse 0 but fewer than min_samples
+    ([1.0] * 5, 0.0, True),           # min_samples reached, rse 0 <= target
+    ([1.0, 1.001] * 3, 0.0, True),    # rse 0.00065
+    (NOISY, 0.0, False),              # rse 0.196 > target
+    (NOISY, 1.99, False),
+    (NOISY, 2.0, True),               # max_seconds
+    ([1.0, 2.0] * 10, 0.0, True),     # max_samples
+    ([], 2.5, True),                  # out of time even without samples
+    ([], 0.0, False),
+])
+def test_stop_policy(samples: list[float], elapsed: float, done: bool) -> None:
+    assert POLICY.done(samples, elapsed) is done
+
+
+# -- finalize: the wall-clock bound -----------------------------------------------------------------------
+def timing(name: str, per_call_ms: float, overhead_ms: float, calls: int = 10, failure: str | None = None):
+    return ContestantTiming(name, [per_call_ms] * calls, wall_ms=(per_call_ms + overhead_ms) * calls,
+                            calls=calls, failure=failure)
+
+
+def test_normal_submission_uses_the_event_median() -> None:
+    sub, ref = finalize([timing("submission", 0.5, 0.25), timing("reference", 1.0, 0.125)])
+    # reference overhead 0.125 ms/call: allowed max(2 * 0.125, 0.125 + 0.5) = 0.625
+    assert sub.overhead_ms_per_call == pytest.approx(0.25)
+    assert not sub.outside_events and sub.time_ms == 0.5 and sub.failure is None
+    assert sub.wall_ms_per_call == pytest.approx(0.75) and sub.stats.n == 10
+    assert not ref.outside_events and ref.time_ms == 1.0
+
+
+def test_work_outside_the_events_uses_wall_time() -> None:
+    sub, ref = finalize([timing("submission", 0.5, 1.0), timing("reference", 1.0, 0.125)])
+    assert sub.outside_events and sub.overhead_ms_per_call == pytest.approx(1.0)
+    assert sub.time_ms == pytest.approx(1.5)  # wall time per call, not the 0.5 ms event median
+    assert sub.stats.median_ms == 0.5
+    assert not ref.outside_events
+
+
+@pytest.mark.parametrize("sub_overhead, flagged", [(1.875, False), (2.125, True)])
+def test_allowed_overhead_scales_with_the_reference(sub_overhead: float, flagged: bool) -> None:
+    # reference overhead 1 ms/call: allowed max(2 * 1, 1 + 0.5) = 2 ms
+    sub, _ = finalize([timing("submission", 0.5, sub_overhead), timing("reference", 1.0, 1.0)])
+    assert sub.outside_events is flagged
+
+
+@pytest.mark.parametrize("sub_overhead, flagged", [(1.875, False), (2.125, True)])
+def test_absolute_bound_without_reference(sub_overhead: float, flagged: bool) -> None:
+    (sub,) = finalize([timing("submission", 0.5, sub_overhead)])
+    assert sub.outside_events is flagged
+    assert sub.time_ms == pytest.approx(0.5 + sub_overhead if flagged else 0.5)
+
+
+def test_failed_reference_falls_back_to_the_absolute_bound() -> None:
+    sub, ref = finalize([timing("submission", 0.5, 1.0), timing("reference", 1.0, 0.0, failure="crash: x")])
+    assert not sub.outside_events and sub.time_ms == 0.5  # 1 ms <= 2 ms absolute
+    assert ref.failure == "crash: x" and ref.time_ms is None
+
+
+def test_failures_propagate() -> None:
+    failed, empty = finalize([timing("submission", 0.5, 0.0, calls=4, failure="timeout: no answer"),
+                              ContestantTiming("reference")])
+    assert (failed.failure, failed.time_ms, failed.outside_events) == ("timeout: no answer", None, False)
+    assert failed.stats.n == 4 and failed.samples == (0.5,) * 4
+    assert (empty.failure, empty.stats, empty.time_ms, empty.samples) == ("no samples", None, None, ())
+
+
+# -- run_benchmark with fake workers ----------------------------------------------------------------------
+MISSING = object()
+
+
+class Fake:
+    """A worker that answers warmup/time requests; ``times(round)`` gives the per-set times."""
+
+    def __init__(self, name: str, log: list, times: Callable[[int], Any], wall_s: float = 0.0,
+                 fail: Callable[[str, int], Outcome | None] = lambda op, r: None):
+        self.name, self.log, self.times, self.wall_s, self.fail = name, log, times, wall_s, fail
+        self.rounds = 0
+        self.messages: list[tuple[dict, float]] = []
+
+    def __call__(self, message: dict[str, Any], timeout: float) -> Outcome:
+        self.messages.append((message, timeout))
+        op = message["op"]
+        if op == "time":
+            self.rounds += 1
+        self.log.append(f"{op}:{self.name}")
+        failure = self.fail(op, self.rounds)
+        if failure is not None:
+            return failure
+        if op == "warmup":
+            return Outcome(True, data={}, wall_s=0.03)
+        times = self.times(self.rounds)
+        return Outcome(True, data={} if times is MISSING else {"times_ms": times}, wall_s=self.wall_s)
+
+
+def bench(fakes: list[Fake], log: list, policy: StopPolicy, n_sets: int = 2,
+          verify: Callable[[str], str | None] = lambda where: None, seed: int = 1):
+    sets = [[{"set": k}] for k in range(n_sets)]
+
+    def refresh(k: int) -> None:
+        assert 0 <= k < n_sets
+        log.append("refresh")
+
+    def check(where: str) -> str | None:
+        log.append(f"verify:{where}")
+        return verify(where)
+
+    rounds: list[int] = []
+    results = run_benchmark([Contestant(f.name, f) for f in fakes], sets, refresh, lambda: log.append("poison"),
+                            check, policy, flush_bytes=1 << 20, call_timeout_s=1.0, rng=random.Random(seed),
+                            progress=rounds.append)
+    return results, rounds
+
+
+STEADY = StopPolicy(min_samples=4, max_samples=100, target_rse=0.01, max_seconds=60.0, warmup_ms=10.0)
+
+
+def test_protocol_warmup_alternation_and_stop() -> None:
+    log: list[str] = []
+    sub = Fake("submission", log, lambda r: [0.5, 0.5], wall_s=0.0015)
+    ref = Fake("reference", log, lambda r: [1.0, 1.0], wall_s=0.0022)
+    (s, r), rounds = bench([sub, ref], log, STEADY)
+    assert log == [
+        "poison", "warmup:submission", "verify:warm-up of submission",
+        "poison", "warmup:reference", "verify:warm-up of reference",
+        "poison", "time:submission", "verify:timed round 1 of submission",
+        "poison", "time:reference", "verify:timed round 1 of reference",
+        "refresh",
+        "poison", "time:reference", "verify:timed round 2 of reference",      # order reversed
+        "poison", "time:submission", "verify:timed round 2 of submission",
+    ]  # 4 samples each with zero spread: done after round 2
+    assert rounds == [1, 2]
+    warm, warm_timeout = sub.messages[0]
+    assert warm == {"op": "warmup", "sets": [[{"set": 0}], [{"set": 1}]], "ms": 10.0}
+    assert warm_timeout == pytest.approx(1.0 + 0.04)
+    for message, timeout in sub.messages[1:]:
+        assert message["op"] == "time" and message["flush_bytes"] == 1 << 20
+        assert sorted(message["order"]) == [0, 1] and timeout == 1.0 * 2 + 5
+    assert s.samples == (0.5,) * 4 and s.time_ms == 0.5 and s.failure is None
+    assert s.wall_ms_per_call == pytest.approx(0.75) and not s.outside_events
+    assert r.samples == (1.0,) * 4 and r.time_ms == 1.0
+
+
+def test_stops_at_max_samples_when_noisy() -> None:
+    log: list[str] = []
+    sub = Fake("submission", log, lambda r: [1.0, 9.0])
+    policy = StopPolicy(min_samples=2, max_samples=6, target_rse=0.01, max_seconds=60.0)
+    (s,), rounds = bench([sub], log, policy)
+    assert rounds == [1, 2, 3] and s.stats.n == 6 and log.count("refresh") == 2
+
+
+def test_stops_at_max_seconds() -> None:
+    log: list[str] = []
+    sub = Fake("submission", log, lambda r: [1.0, 9.0])
+    (s,), rounds = bench([sub], log, StopPolicy(min_samples=100, max_samples=1000, max_seconds=0.0))
+    assert rounds == [1] and s.stats.n == 2
+
+
+def test_verify_failure_is_the_contestants_failure() -> None:
+    log: list[str] = []
+    sub = Fake("submission", log, lambda r: [0.5, 0.5])
+    ref = Fake("reference", log, lambda r: [1.0, 1.0])
+    policy = StopPolicy(min_samples=6, max_samples=100, target_rse=0.01, max_seconds=60.0)
+    (s, r), rounds = bench([sub, ref], log, policy,
+                           verify=lambda where: "input set 1: wrong output" if where == "timed round 2 of submission"
+                           else None)
+    assert s.failure == "input set 1: wrong output" and s.time_ms is None
+    assert sub.rounds == 2                        # never timed again
+    assert r.failure is None and r.stats.n == 6 and rounds == [1, 2, 3]
+
+
+def test_worker_failure_is_recorded() -> None:
+    log: list[str] = []
+    sub = Fake("submission", log, lambda r: [0.5, 0.5],
+               fail=lambda op, r: Outcome(False, "timeout", "no answer within 7 s") if op == "time" else None)
+    (s,), rounds = bench([sub], log, STEADY)
+    assert s.failure == "timeout: no answer within 7 s" and s.time_ms is None and rounds == [1]
+
+
+@pytest.mark.parametrize("fail, verify, message", [
+    (lambda op, r: Outcome(False, "crash", "the worker process killed by SIGSEGV") if op == "warmup" else None,
+     lambda w: None,
+     "during warm-up: the worker process killed by SIGSEGV"),
+    (lambda op, r: None, lambda w: "input set 0: modified input 'x'" if w == "warm-up of submission" else None,
+     "during warm-up: input set 0: modified input 'x'"),
+], ids=["worker-crash", "verify"])
+def test_warmup_failure_skips_timing(fail, verify, message: str) -> None:
+    log: list[str] = []
+    sub = Fake("submission", log, lambda r: [0.5, 0.5], fail=fail)
+    ref = Fake("reference", log, lambda r: [1.0, 1.0])
+    (s, r), _ = bench([sub, ref], log, STEADY, verify=verify)
+    assert s.failure == message and sub.rounds == 0 and s.samples == ()
+    assert r.failure is None and r.stats.n == 4
+
+
+@pytest.mark.parametrize("times", [
+    [0.5],                  # one time for two sets
+    [0.5, 0.5, 0.5],
+    [0.5, -0.1],
+    [0.5, float("nan")],
+    [0.5, float("inf")],
+    MISSING,                # no times_ms in the reply
+], ids=["short", "long", "negative", "nan", "inf", "missing"])
+def test_malformed_times_are_a_failure(times) -> None:
+    log: list[str] = []
+    sub = Fake("submission", log, lambda r: times)
+    ref = Fake("reference", log, lambda r: [1.0, 1.0])
+    (s, r), rounds = bench([sub, ref], log, STEADY)
+    assert s.failure == "the worker reported malformed times" and s.time_ms is None and s.samples == ()
+    assert sub.rounds == 1 and r.failure is None and r.stats.n == 4 and rounds == [1, 2]
+
+
+@pytest.mark.parametrize("times", [["fast", 1.0], [None, None]], ids=["string", "none"])
+def test_non_numeric_times_are_a_failure(times) -> None:
+    log: list[str] = []
+    (s,), _ = bench([Fake("submission", log, lambda r: times)], log, STEADY)
+    assert s.failure == "the worker reported malformed times"
