@@ -88,18 +88,18 @@ def main() -> None:
     lines = []
     if not args.skip_pytest:
         rc, wall = sh([sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-rfEs", "tests/test_gpu.py",
-                       f"--junitxml={out / 'pytest-gpu.xml'}"], out / "pytest-gpu.txt", 480)
+                       f"--junitxml={out / 'pytest-gpu.xml'}"], out / "pytest-gpu.txt", 300)
         lines.append(f"GPU tests: exit {rc} in {wall:.0f} s: {tail(out / 'pytest-gpu.txt', 1)}")
         print(tail(out / "pytest-gpu.txt", 25), flush=True)
     if not args.skip_bench:
-        rc, wall = sh([sys.executable, "benchmarks/bench_references.py"], out / "bench.txt", 400)
+        rc, wall = sh([sys.executable, "benchmarks/bench_references.py"], out / "bench.txt", 150)
         print(tail(out / "bench.txt", 30), flush=True)
         lines.append(f"bench_references: exit {rc} in {wall:.0f} s")
 
     rows, calib = [], {}
     for ex in args.only:
         sol, sol_wall = grade_json(ex, f"solutions/{ex}", out, "solution")
-        sol2, warm_wall = grade_json(ex, f"solutions/{ex}", out, "solution-warm")
+        sol2, warm_wall = grade_json(ex, f"solutions/{ex}", out, "solution-warm") if ex == "ex07_softmax" else ({}, 0.0)
         stub, stub_wall = grade_json(ex, f"student_template/{ex}", out, "stub")
         lib_name, lib = library_ms(ex)
         b0 = (sol.get("benchmarks") or [{}])[0]

@@ -44,7 +44,7 @@ def _grid(n, unroll, dev):
 
 def solve(x, out):
     n = x.size
-    dev = cp.cuda.Device().id
+    dev = cp.cuda.runtime.getDevice()
     if _ONE_PASS:
         unroll = 8 if n >= _BIG_N else 4
         blocks = _grid(n, unroll, dev)

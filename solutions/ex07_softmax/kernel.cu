@@ -306,7 +306,9 @@ __device__ __forceinline__ void write_range(const float* __restrict__ xr, float*
                     const float4 o = make_float4(
                         sm_exp(v[4 * k + 0] - m) * inv, sm_exp(v[4 * k + 1] - m) * inv,
                         sm_exp(v[4 * k + 2] - m) * inv, sm_exp(v[4 * k + 3] - m) * inv);
-                    __stwb(reinterpret_cast<float4*>(yr + c), o);   // one 16-byte store
+                    // (indexing a float4 pointer keeps this one 16-byte store; storing through
+                    // reinterpret_cast<float4*>(yr + c) got split into 4 scalar stores)
+                    reinterpret_cast<float4*>(yr)[c >> 2] = o;
                 } else {
                     yr[c] = sm_exp(v[k] - m) * inv;
                 }

@@ -37,6 +37,7 @@ _ROW_KERNEL_MIN_ROWS_PER_SM = 4   # softmax_kernel instead of chunks when rows >
 
 _sm_count_cache = {}
 _stats_cache = {}            # (device, rows * chunks) -> float32 scratch of (max, sum) pairs
+_plans = {}                  # (device, rows, cols, vec) -> list of launches
 
 
 def _sm_count(dev):
@@ -55,13 +56,10 @@ def _next_pow2(v):
     return 1 << max(0, int(v) - 1).bit_length()
 
 
-def solve(x, y):
-    rows, cols = x.shape
-    if rows == 0 or cols == 0:
-        return
-    dev = cp.cuda.Device().id
+def _plan(dev, rows, cols, vec):
+    """The launches for one (device, shape, vectorisable) combination: a list of
+    (kernel, grid, block, uses_stats, trailing scalar args)."""
     sms = _sm_count(dev)
-    vec = 4 if (cols % 4 == 0 and x.data.ptr % 16 == 0 and y.data.ptr % 16 == 0) else 1
     units = cols // vec                      # VEC-wide words per row
     r64, c64 = np.int64(rows), np.int64(cols)
 
@@ -75,29 +73,46 @@ def solve(x, y):
         rows_per_block = (_WARP_THREADS // 32) * (32 // g)
         blocks = min(_cdiv(rows, rows_per_block), sms * 64)
         log2g = np.int32(g.bit_length() - 1)
-        _fn(f"softmax_warp_v{vec}_n{n}")((blocks,), (_WARP_THREADS,), (x, y, r64, c64, log2g))
-    elif cols <= _REG_MAX_COLS:
+        return [(_fn(f"softmax_warp_v{vec}_n{n}"), (blocks,), (_WARP_THREADS,), None, (r64, c64, log2g))]
+    if cols <= _REG_MAX_COLS:
         # Path 2: one block per row, blockDim = ceil(units / N) rounded up to a warp.
         n_small, n_big = _BLOCK_NS[vec]
         n = n_small if _cdiv(units, n_small) <= _BLOCK_MAX_THREADS // 2 else n_big
         threads = min(_BLOCK_MAX_THREADS, _cdiv(_cdiv(units, n), 32) * 32)
         blocks = min(rows, sms * 256)
-        _fn(f"softmax_block_v{vec}_n{n}")((blocks,), (threads,), (x, y, r64, c64))
-    elif rows >= _ROW_KERNEL_MIN_ROWS_PER_SM * sms:
+        return [(_fn(f"softmax_block_v{vec}_n{n}"), (blocks,), (threads,), None, (r64, c64))]
+    if rows >= _ROW_KERNEL_MIN_ROWS_PER_SM * sms:
         # Path 3, many long rows: one block per row, online statistics then a write pass.
         blocks = min(rows, sms * 256)
-        _fn("softmax_kernel")((blocks,), (_ROW_KERNEL_THREADS,), (x, y, r64, c64))
-    else:
-        # Path 3, few long rows: split every row into chunks so the whole GPU works on it.
-        chunks = max(1, min(_cdiv(sms * _CHUNK_BLOCKS_PER_SM, rows), _cdiv(cols, _CHUNK_MIN)))
-        chunk = _cdiv(_cdiv(cols, chunks), 4) * 4
-        chunks = _cdiv(cols, chunk)
-        key = (dev, rows * chunks)
-        stats = _stats_cache.get(key)
+        return [(_fn("softmax_kernel"), (blocks,), (_ROW_KERNEL_THREADS,), None, (r64, c64))]
+    # Path 3, few long rows: split every row into chunks so the whole GPU works on it.
+    chunks = max(1, min(_cdiv(sms * _CHUNK_BLOCKS_PER_SM, rows), _cdiv(cols, _CHUNK_MIN)))
+    chunk = _cdiv(_cdiv(cols, chunks), 4) * 4
+    chunks = _cdiv(cols, chunk)
+    key = (dev, rows * chunks)
+    stats = _stats_cache.get(key)
+    if stats is None:
+        stats = cp.empty(2 * rows * chunks, dtype=cp.float32)
+        _stats_cache[key] = stats
+    tail = (r64, c64, np.int64(chunk), np.int32(chunks))
+    grid, block = (rows * chunks,), (_CHUNK_THREADS,)
+    return [(_fn(f"softmax_chunk_stats_v{vec}"), grid, block, ("stats", stats), tail),
+            (_fn(f"softmax_chunk_write_v{vec}"), grid, block, ("write", stats), tail)]
+
+
+def solve(x, y):
+    rows, cols = x.shape
+    if rows == 0 or cols == 0:
+        return
+    vec = 4 if (cols % 4 == 0 and x.data.ptr % 16 == 0 and y.data.ptr % 16 == 0) else 1
+    key = (cp.cuda.runtime.getDevice(), rows, cols, vec)
+    plan = _plans.get(key)
+    if plan is None:
+        plan = _plans[key] = _plan(*key)
+    for kernel, grid, block, stats, tail in plan:
         if stats is None:
-            stats = cp.empty(2 * rows * chunks, dtype=cp.float32)
-            _stats_cache[key] = stats
-        args_tail = (r64, c64, np.int64(chunk), np.int32(chunks))
-        grid = (rows * chunks,)
-        _fn(f"softmax_chunk_stats_v{vec}")(grid, (_CHUNK_THREADS,), (x, stats) + args_tail)
-        _fn(f"softmax_chunk_write_v{vec}")(grid, (_CHUNK_THREADS,), (x, y, stats) + args_tail)
+            kernel(grid, block, (x, y) + tail)
+        elif stats[0] == "stats":
+            kernel(grid, block, (x, stats[1]) + tail)
+        else:
+            kernel(grid, block, (x, y, stats[1]) + tail)
