@@ -7,9 +7,10 @@
 3. ``grade`` on every reference solution (twice for the warm end-to-end time) and every stub, as
    JSON results; the library anchor of each exercise timed in this process at the first benchmark
    shape (copy for ex01, ``cupy.sum`` for ex04, a naive CuPy softmax for ex07);
-4. ``calibration-<arch>.toml`` written from the side-by-side reference timings.
+4. ``calibration.json`` from the side-by-side reference timings (``benchmarks/write_calibration.py``
+   turns it into ``calibration/<arch>.toml``).
 
-Logs and JSON go to ``--out`` (default ``$OUT`` or ``./out``). Installs nothing.
+Everything is packed into ``--out``/gpu_check.tar.gz (default ``$OUT`` or ``./out``). Installs nothing.
 """
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ import json
 import os
 import subprocess
 import sys
+import tarfile
+import tempfile
 import time
 from pathlib import Path
 
@@ -81,6 +84,7 @@ def main() -> None:
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="gpu_check-"))
     print(f"gpu_check {time.strftime('%Y-%m-%d %H:%M:%S')}", flush=True)
     subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu",
                     "--format=csv"], check=False)
@@ -88,19 +92,19 @@ def main() -> None:
     lines = []
     if not args.skip_pytest:
         rc, wall = sh([sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-rfEs", "tests/test_gpu.py",
-                       f"--junitxml={out / 'pytest-gpu.xml'}"], out / "pytest-gpu.txt", 300)
-        lines.append(f"GPU tests: exit {rc} in {wall:.0f} s: {tail(out / 'pytest-gpu.txt', 1)}")
-        print(tail(out / "pytest-gpu.txt", 25), flush=True)
+                       f"--junitxml={work / 'pytest-gpu.xml'}"], work / "pytest-gpu.txt", 300)
+        lines.append(f"GPU tests: exit {rc} in {wall:.0f} s: {tail(work / 'pytest-gpu.txt', 1)}")
+        print(tail(work / "pytest-gpu.txt", 25), flush=True)
     if not args.skip_bench:
-        rc, wall = sh([sys.executable, "benchmarks/bench_references.py"], out / "bench.txt", 150)
-        print(tail(out / "bench.txt", 30), flush=True)
+        rc, wall = sh([sys.executable, "benchmarks/bench_references.py"], work / "bench.txt", 150)
+        print(tail(work / "bench.txt", 30), flush=True)
         lines.append(f"bench_references: exit {rc} in {wall:.0f} s")
 
     rows, calib = [], {}
     for ex in args.only:
-        sol, sol_wall = grade_json(ex, f"solutions/{ex}", out, "solution")
-        sol2, warm_wall = grade_json(ex, f"solutions/{ex}", out, "solution-warm") if ex == "ex07_softmax" else ({}, 0.0)
-        stub, stub_wall = grade_json(ex, f"student_template/{ex}", out, "stub")
+        sol, sol_wall = grade_json(ex, f"solutions/{ex}", work, "solution")
+        sol2, warm_wall = grade_json(ex, f"solutions/{ex}", work, "solution-warm") if ex == "ex07_softmax" else ({}, 0.0)
+        stub, stub_wall = grade_json(ex, f"student_template/{ex}", work, "stub")
         lib_name, lib = library_ms(ex)
         b0 = (sol.get("benchmarks") or [{}])[0]
         t = (b0.get("submission") or {}).get("time_ms")
@@ -120,21 +124,24 @@ def main() -> None:
             lines.append(f"{ex} {b['name']}: solution {s.get('median_ms')} ms (IQR {s.get('iqr_ms')}, n {s.get('n')}), "
                          f"reference side by side {r.get('median_ms')} ms, {b.get('gbps') or 0:,.0f} GB/s, "
                          f"{(b.get('ceiling_fraction') or 0):.1%} of copy; flags {sol.get('flags')}")
-    if calib:
+    if calib:  # JSON here (the device has no TOML writer); benchmarks/write_calibration.py turns it into TOML
         from grader import device
-        from grader.calibration import write_calibration
         info = device.detect()
         meta = {"arch": info.arch, "device": info.name, "driver": info.driver, "runtime": info.runtime,
                 "cupy": info.cupy, "date": time.strftime("%Y-%m-%d"),
                 "command": "python3 benchmarks/gpu_check.py (reference timed side by side in grade)"}
-        write_calibration(out / f"calibration-{info.arch}.toml", meta, calib)
+        (work / "calibration.json").write_text(json.dumps({"meta": meta, "entries": calib}, indent=1))
 
-    print("\n".join(lines))
+    table = ["\n".join(lines)]
     head = ("exercise", "solution correct", "score (run 1 | 2)", "stub", "GB/s", "% ceiling", "ratio to library",
             "grade wall s sol/warm/stub")
-    print("\n| " + " | ".join(head) + " |\n|" + "---|" * len(head))
-    for r in rows:
-        print("| " + " | ".join(str(c) for c in r) + " |")
+    table.append("\n| " + " | ".join(head) + " |\n|" + "---|" * len(head))
+    table += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    (work / "table.md").write_text("\n".join(table) + "\n")
+    # the device tool brings back at most 8 files: pack everything into one archive
+    with tarfile.open(out / "gpu_check.tar.gz", "w:gz") as tar:
+        tar.add(work, arcname="gpu_check")
+    print("\n".join(table))
 
 
 if __name__ == "__main__":
