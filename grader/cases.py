@@ -26,7 +26,12 @@ class Case:
     dims: tuple[tuple[str, int], ...]
     dists: tuple[tuple[str, int], ...]
     seed: int
-    origin: str = "hypothesis"  # "edge", "hypothesis" or "repro"
+    origin: str = "hypothesis"  # "edge", "hypothesis", "repro" or "benchmark"
+    types: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def type_dict(self) -> dict[str, str]:
+        return dict(self.types)
 
     @property
     def dim_dict(self) -> dict[str, int]:
@@ -36,11 +41,13 @@ class Case:
     def token(self) -> str:
         """``rows=3,cols=1025/x=1/seed=42``: what ``grade EX --case`` accepts."""
         dists = ",".join(f"{k}={v}" for k, v in self.dists)
-        return f"{','.join(f'{k}={v}' for k, v in self.dims)}/{dists}/seed={self.seed}"
+        shape = ",".join(f"{k}={v}" for k, v in (*self.dims, *self.types))
+        return f"{shape}/{dists}/seed={self.seed}"
 
     def describe(self, spec: Spec) -> str:
         vals = ", ".join(f"{name}~{spec.values[name][i].label}" for name, i in self.dists)
-        return f"{dims_label(self.dim_dict)} ({vals})"
+        types = "".join(f", {k}={v}" for k, v in self.types)
+        return f"{dims_label(self.dim_dict)}{types} ({vals})"
 
     def size(self) -> int:
         """Product of the dims: a rough measure of how big the case is."""
@@ -58,24 +65,30 @@ def parse_token(spec: Spec, token: str) -> Case:
     if len(parts) != 3 or not parts[2].startswith("seed="):
         raise ValueError(f"--case {token!r}: {form}")
     try:
-        dims = {k: int(v) for k, v in (p.split("=") for p in parts[0].split(",") if p)}
+        pairs = [p.split("=") for p in parts[0].split(",") if p]
+        types = {k: v for k, v in pairs if k in spec.types}
+        dims = {k: int(v) for k, v in pairs if k not in spec.types}
         dists = {k: int(v) for k, v in (p.split("=") for p in parts[1].split(",") if p)}
         seed = int(parts[2][5:])
     except ValueError:
         raise ValueError(f"--case {token!r}: {form}") from None
-    unknown = (set(dims) - {d.name for d in spec.dims}) | (set(dists) - {t.name for t in spec.inputs})
+    unknown = (set(dims) - {d.name for d in spec.dims}) | (set(dists) - set(spec.drawn))
     if unknown:
         raise ValueError(f"--case {token!r}: unknown name(s) {sorted(unknown)}; {form}")
     problem = spec.check_dims(dims)
     if problem:
         raise ValueError(f"--case {token!r}: {problem}")
-    for t in spec.inputs:
-        k = dists.get(t.name, 0)
-        if not 0 <= k < len(spec.values[t.name]):
-            raise ValueError(f"--case {token!r}: {t.name}={k} but the spec has {len(spec.values[t.name])} distributions")
-        dists[t.name] = k
-    return Case(tuple((d.name, dims[d.name]) for d in spec.dims),
-                tuple((t.name, dists[t.name]) for t in spec.inputs), seed % (MAX_SEED + 1), "repro")
+    for name, choices in spec.types.items():
+        types.setdefault(name, choices[0])
+        if types[name] not in choices:
+            raise ValueError(f"--case {token!r}: {name}={types[name]} is not one of {list(choices)}")
+    for name in spec.drawn:
+        k = dists.get(name, 0)
+        if not 0 <= k < len(spec.values[name]):
+            raise ValueError(f"--case {token!r}: {name}={k} but the spec has {len(spec.values[name])} distributions")
+        dists[name] = k
+    return Case(tuple((d.name, dims[d.name]) for d in spec.dims), tuple((n, dists[n]) for n in spec.drawn),
+                seed % (MAX_SEED + 1), "repro", tuple((n, types[n]) for n in spec.types))
 
 
 # -- profiles -------------------------------------------------------------------------------------
@@ -143,20 +156,24 @@ def case_strategy(spec: Spec, profile: Profile) -> st.SearchStrategy[Case]:
         from hypothesis import assume
         assume(spec.check_dims(dims) is None)
         assume(elements(spec, dims) <= profile.max_elements)
-        dists = tuple((t.name, draw_fn(st.integers(0, len(spec.values[t.name]) - 1))) for t in spec.inputs)
+        types = tuple((n, draw_fn(st.sampled_from(choices))) for n, choices in spec.types.items())
+        dists = tuple((n, draw_fn(st.integers(0, len(spec.values[n]) - 1))) for n in spec.drawn)
         seed = draw_fn(st.integers(0, MAX_SEED))
-        return Case(tuple((d.name, dims[d.name]) for d in spec.dims), dists, seed)
+        return Case(tuple((d.name, dims[d.name]) for d in spec.dims), dists, seed, types=types)
 
     return draw()
 
 
 def edge_cases(spec: Spec, profile: Profile, seed: int) -> list[Case]:
     """The spec's edge cases (hidden ones only when the profile runs them), each paired with the
-    distributions in turn, so every distribution meets several shapes; seeds derive from ``seed``."""
+    distributions (and unpinned type variables) in turn, so every distribution meets several
+    shapes; seeds derive from ``seed``."""
     out = []
     for i, e in enumerate(c for c in spec.edge_cases if profile.hidden or not c.hidden):
-        dists = tuple((t.name, i % len(spec.values[t.name])) for t in spec.inputs)
-        out.append(Case(e.dims, dists, (seed * 7919 + i) % (MAX_SEED + 1), "edge"))
+        dists = tuple((n, i % len(spec.values[n])) for n in spec.drawn)
+        pinned = dict(e.types)
+        types = tuple((n, pinned.get(n, choices[i % len(choices)])) for n, choices in spec.types.items())
+        out.append(Case(e.dims, dists, (seed * 7919 + i) % (MAX_SEED + 1), "edge", types))
     return out
 
 
@@ -166,20 +183,31 @@ def hidden_counts(spec: Spec) -> tuple[int, int]:
 
 
 # -- inputs -----------------------------------------------------------------------------------------
-def make_inputs(spec: Spec, case: Case, xp: Any) -> list[Any]:
-    """Arrays for ``case`` in the spec's dtypes and shapes, C-contiguous, drawn with ``xp.random.RandomState``.
+def make_inputs(spec: Spec, case: Case, xp: Any) -> dict[str, Any]:
+    """The drawn values of ``case`` by name (inputs, in-place outputs' initial values, scalars):
+    arrays in their concrete dtypes and shapes, C-contiguous, drawn with ``xp.random.RandomState``;
+    scalars as numpy scalars of their dtype.
 
     Deterministic for a given (case, xp): numpy and cupy draw different numbers for one seed.
     """
+    import numpy as np
+
     dists = dict(case.dists)
-    dims = case.dim_dict
-    arrays = []
-    for i, t in enumerate(spec.inputs):
-        dist = spec.values[t.name][dists[t.name]]
-        shape = t.concrete_shape(dims)
-        rs = xp.random.RandomState((case.seed + 1_000_003 * i) % (MAX_SEED + 1))
-        arrays.append(draw_values(xp, rs, dist.kind, dict(dist.params), shape, t.dtype))
-    return arrays
+    dims, types = case.dim_dict, case.type_dict
+    values: dict[str, Any] = {}
+    for i, name in enumerate(spec.drawn):
+        arg = spec.argument(name)
+        dist = spec.values[name][dists[name]]
+        dtype = types.get(arg.dtype, arg.dtype)
+        seed = (case.seed + 1_000_003 * i) % (MAX_SEED + 1)
+        if not hasattr(arg, "shape"):  # a scalar: drawn on the host
+            v = dist.param("value") if dist.kind == "constant" else draw_values(
+                np, np.random.RandomState(seed), dist.kind, dict(dist.params), (1,), dtype)[0]
+            values[name] = np.dtype(dtype).type(v)
+            continue
+        rs = xp.random.RandomState(seed)
+        values[name] = draw_values(xp, rs, dist.kind, dict(dist.params), arg.concrete_shape(dims), dtype)
+    return values
 
 
 def draw_values(xp: Any, rs: Any, kind: str, p: Mapping[str, float], shape: tuple[int, ...], dtype: str) -> Any:

@@ -5,22 +5,21 @@ runs the float64 oracle and compares; the submission only ever runs inside a wor
 """
 from __future__ import annotations
 
-import importlib.util
 import random
 import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 from grader import scoring
 from grader.calibration import Calibration
-from grader.cases import Case, Profile, case_strategy, combine_seed, edge_cases, hidden_counts, make_inputs, parse_token
-from grader.compare import Mismatch, compare, poison_value, resolve_atol
+from grader.cases import Case, Profile, case_strategy, combine_seed, edge_cases, hidden_counts, parse_token
 from grader.device import Ceilings, ClockState, DeviceInfo, clock_state
-from grader.sandbox.buffers import Backend, GuardedArray
+from grader.instance import Instance, load_oracle
+from grader.sandbox.buffers import Backend
 from grader.sandbox.supervisor import KIND_TEXT, Outcome, Worker, WorkerConfig
 from grader.spec import Benchmark, Spec
 from grader.timing import Contestant, ShapeResult, StopPolicy, run_benchmark
@@ -135,33 +134,6 @@ class Progress:
 
 
 # -- helpers -------------------------------------------------------------------------------------
-def load_oracle(spec: Spec) -> Callable[..., Any]:
-    """The exercise's ``reference(xp, *inputs)`` from ``reference.py``.
-
-    Raises:
-        FileNotFoundError / AttributeError: one line naming the file and the fix.
-    """
-    path = spec.directory / "reference.py"
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: missing; fix: add reference.py with reference(xp, *inputs)")
-    mod_spec = importlib.util.spec_from_file_location(f"oracle_{spec.name}", path)
-    module = importlib.util.module_from_spec(mod_spec)  # type: ignore[arg-type]
-    mod_spec.loader.exec_module(module)  # type: ignore[union-attr]
-    fn = getattr(module, "reference", None)
-    if not callable(fn):
-        raise AttributeError(f"{path}: defines no reference(xp, *inputs); fix: add it")
-    return fn
-
-
-def run_oracle(oracle: Callable[..., Any], spec: Spec, inputs: Sequence[Any], xp: Any) -> list[Any]:
-    out = oracle(xp, *inputs)
-    outs = list(out) if isinstance(out, (tuple, list)) else [out]
-    if len(outs) != len(spec.outputs):
-        raise ValueError(f"{spec.directory / 'reference.py'}: returned {len(outs)} outputs, the spec declares "
-                         f"{len(spec.outputs)}; fix: return one array per output")
-    return outs
-
-
 def static_check(spec: Spec, submission: Path) -> tuple[str, str] | None:
     """(kind, message) when the submission folder cannot be graded as it stands: a missing file,
     a forbidden feature in its source, or a required one missing from kernel.cu."""
@@ -204,7 +176,7 @@ class Grader:
         self.progress = progress
         self.oracle = load_oracle(spec)
         self.seed = combine_seed(options.seed, options.secret)
-        self.arg_names = tuple(t.name for t in spec.inputs + spec.outputs)
+        self.arg_names = spec.arg_order
         self.worker = self._worker(self.submission)
         self.t0 = time.perf_counter()
 
@@ -213,77 +185,30 @@ class Grader:
                                    self.spec.limits.compile_s, self.spec.limits.case_s))
 
     # -- correctness ------------------------------------------------------------------------------
-    def prepare(self, case_dims: dict[str, int], inputs: Sequence[Any]) -> tuple[list[GuardedArray], list[GuardedArray]]:
-        ins = []
-        for t, a in zip(self.spec.inputs, inputs):
-            g = self.backend.alloc(a.shape, t.dtype)
-            g.array[...] = a
-            ins.append(g)
-        outs = [self.backend.alloc(t.concrete_shape(case_dims), t.dtype) for t in self.spec.outputs]
-        return ins, outs
-
-    def poison(self, outs: Sequence[GuardedArray], ins: Sequence[GuardedArray]) -> None:
-        for g in outs:
-            g.poison(*poison_value(g.dtype))
-        for g in list(ins) + list(outs):
-            g.fill_guards()
-        self.backend.synchronize()
-
-    def check(self, dims: dict[str, int], inputs: Sequence[Any], expected: Sequence[Any],
-              ins: Sequence[GuardedArray], outs: Sequence[GuardedArray]) -> tuple[str, list[str]]:
-        """('', []) when everything is right, else (one-line message, per-output details)."""
-        problems = []
-        for t, g in zip(self.spec.inputs + self.spec.outputs, list(ins) + list(outs)):
-            damage = g.guard_damage()
-            if damage:
-                problems.append(f"wrote outside {t.name!r}: {damage} of it were changed")
-        for t, g, a in zip(self.spec.inputs, ins, inputs):
-            if not bool(self.xp.array_equal(g.array, a, equal_nan=True) if t.dtype.startswith("float")
-                        else self.xp.array_equal(g.array, a)):
-                n = int(self.xp.count_nonzero(~((g.array == a) | (self.xp.isnan(g.array) & self.xp.isnan(a))
-                                                 if t.dtype.startswith("float") else g.array == a)))
-                problems.append(f"modified input {t.name!r} ({n} elements changed); inputs must stay unchanged")
-        details = []
-        named = {t.name: a for t, a in zip(self.spec.inputs, inputs)}
-        for t, g, ref in zip(self.spec.outputs, outs, expected):
-            tol = self.spec.tolerances[t.dtype]
-            atol = resolve_atol(tol, t.dtype, dims, named, self.xp)
-            axes = [s if isinstance(s, str) else f"axis {i}" for i, s in enumerate(t.shape)]
-            mm: Mismatch | None = compare(t.name, g.array, ref, tol, atol, self.spec.equal_nan, self.xp, axes)
-            if mm is not None:
-                details.append(mm.summary())
-        if details:
-            problems.insert(0, f"wrong output ({details[0].split(';')[0]})")
-        return "; ".join(problems), details
-
-    def release(self, worker: Worker, arrays: Sequence[GuardedArray]) -> None:
-        if worker.alive:
-            worker.request({"op": "release", "handles": [g.handle for g in arrays]}, 30)
-        for g in arrays:
-            g.free()
+    def release(self, instance: Instance, *workers: Worker | None) -> None:
+        """Unmap the instance's buffers in each live worker, then free them."""
+        for w in workers:
+            if w is not None and w.alive:
+                w.request({"op": "release", "handles": instance.handles}, 30)
+        instance.free()
 
     def run_case(self, case: Case) -> CaseResult:
-        dims = case.dim_dict
         base = dict(token=case.token, description=case.describe(self.spec), origin=case.origin, size=case.size())
         start = self.worker.ensure()
         if not start.ok:
             return CaseResult(status=start.kind, message=start.message, **base)
-        inputs = make_inputs(self.spec, case, self.xp)
-        expected = run_oracle(self.oracle, self.spec, inputs, self.xp)
-        ins, outs = self.prepare(dims, inputs)
+        inst = Instance(self.spec, self.backend, self.oracle, case)
         try:
-            self.poison(outs, ins)
-            out = self.worker.request({"op": "run", "args": [g.descriptor.to_json() for g in ins + outs]},
-                                      self.spec.limits.case_s)
+            inst.reset()
+            out = self.worker.request({"op": "run", "args": inst.descriptors()}, self.spec.limits.case_s)
             if not out.ok:
                 return CaseResult(status=out.kind, message=f"{KIND_TEXT[out.kind]}: {out.message}",
                                   details=tuple(x for x in (out.detail,) if x), seconds=out.wall_s, **base)
-            message, details = self.check(dims, inputs, expected, ins, outs)
+            message, details = inst.check()
             return CaseResult(status="fail" if message else "pass", message=message, details=tuple(details),
                               seconds=out.wall_s, **base)
         finally:
-            self.release(self.worker, ins + outs)
-            del inputs, expected
+            self.release(inst, self.worker)
 
     def correctness(self) -> list[CaseResult]:
         spec, profile = self.spec, self.opt.profile
@@ -350,32 +275,22 @@ class Grader:
 
     # -- timing -----------------------------------------------------------------------------------
     def benchmark(self, bench: Benchmark, reference: Worker | None, rng: random.Random) -> BenchResult:
-        spec, xp = self.spec, self.xp
+        spec = self.spec
         dims = bench.as_dict()
-        n_sets = max(1, self.opt.sets)
-        sets: list[dict[str, Any]] = []
 
-        def draw(k: int, seed: int) -> None:
-            case = Case(bench.dims, tuple((t.name, seed % len(spec.values[t.name])) for t in spec.inputs), seed, "benchmark")
-            inputs = make_inputs(spec, case, xp)
-            expected = run_oracle(self.oracle, spec, inputs, xp)
-            s = sets[k]
-            s.update(inputs=inputs, expected=expected)
-            for g, a in zip(s["ins"], inputs):
-                g.array[...] = a
+        def case(seed: int) -> Case:
+            return Case(bench.dims, tuple((n, seed % len(spec.values[n])) for n in spec.drawn), seed, "benchmark",
+                        bench.types)
 
-        for k in range(n_sets):
-            ins, outs = self.prepare(dims, [xp.empty(t.concrete_shape(dims), t.dtype) for t in spec.inputs])
-            sets.append({"ins": ins, "outs": outs})
-            draw(k, rng.randrange(2**32))
+        sets = [Instance(spec, self.backend, self.oracle, case(rng.randrange(2**32))) for _ in range(max(1, self.opt.sets))]
 
         def poison() -> None:
-            for s in sets:
-                self.poison(s["outs"], s["ins"])
+            for inst in sets:
+                inst.reset()
 
         def verify(where: str) -> str | None:
-            for k, s in enumerate(sets):
-                message, _ = self.check(dims, s["inputs"], s["expected"], s["ins"], s["outs"])
+            for k, inst in enumerate(sets):
+                message, _ = inst.check()
                 if message:
                     return f"{where}, input set {k}: {message}"
             return None
@@ -383,21 +298,26 @@ class Grader:
         contestants = [Contestant("submission", self.worker.request)]
         if reference is not None:
             contestants.append(Contestant("reference", reference.request))
-        descs = [[g.descriptor.to_json() for g in s["ins"] + s["outs"]] for s in sets]
         flush = 2 * self.device.l2_bytes if self.device is not None else 0
         self.progress.phase(f"timing {bench.name}", None)
-        results = run_benchmark(contestants, descs, lambda k: draw(k, rng.randrange(2**32)), poison, verify,
-                                self.opt.policy, flush, spec.limits.case_s, rng,
-                                progress=lambda r: self.progress.advance(f"round {r}"))
-        clock = clock_state(self.device.index) if self.device is not None else None
-        arrays = [g for s in sets for g in s["ins"] + s["outs"]]
-        if reference is not None and reference.alive:
-            reference.request({"op": "release", "handles": [g.handle for g in arrays]}, 30)
-        self.release(self.worker, arrays)
-        sets.clear()
-        if self.backend.name == "cuda":
-            import cupy
-            cupy.get_default_memory_pool().free_all_blocks()
+        descriptors = [inst.descriptors() for inst in sets]
+
+        def refresh(k: int) -> None:
+            sets[k].refresh(case(rng.randrange(2**32)))
+            descriptors[k] = sets[k].descriptors()  # scalars travel in the descriptors
+
+        try:
+            results = run_benchmark(contestants, descriptors, refresh, poison, verify,
+                                    self.opt.policy, flush, spec.limits.case_s, rng,
+                                    progress=lambda r: self.progress.advance(f"round {r}"),
+                                    check_warmup=not any(t.inplace for t in spec.outputs))
+        finally:
+            clock = clock_state(self.device.index) if self.device is not None else None
+            for inst in sets:
+                self.release(inst, self.worker, reference)
+            if self.backend.name == "cuda":
+                import cupy
+                cupy.get_default_memory_pool().free_all_blocks()
         sub = results[0]
         ref = results[1] if len(results) > 1 else None
         nbytes = float(bench.bytes.evaluate(dims))

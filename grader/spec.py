@@ -25,6 +25,7 @@ DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
     "uniform": ("low", "high"),
     "integers": ("low", "high"),      # high exclusive
     "skewed": ("low", "high", "value", "fraction"),  # `fraction` of elements equal `value`
+    "constant": ("value",),           # scalars only
 }
 CEILINGS = ("memory", "fp32", "fp16")
 NAME_RE = re.compile(r"^ex(\d\d)_[a-z0-9_]+$")
@@ -40,13 +41,30 @@ class SpecError(ValueError):
 
 @dataclass(frozen=True)
 class TensorSpec:
-    """One argument of ``solve``: name, dtype (numpy name) and shape as dim symbols or ints."""
+    """One array argument of ``solve``: name, dtype (a numpy name or a type variable of ``[types]``)
+    and shape as dim symbols or ints. ``inplace`` outputs start from values drawn like an input's;
+    ``offset`` (a dim name or 0) makes the array start that many elements after a 256-byte boundary."""
     name: str
     dtype: str
     shape: tuple[str | int, ...]
+    inplace: bool = False
+    offset: str | int = 0
 
     def concrete_shape(self, dims: Mapping[str, int]) -> tuple[int, ...]:
         return tuple(dims[s] if isinstance(s, str) else s for s in self.shape)
+
+    def concrete_dtype(self, types: Mapping[str, str]) -> str:
+        return types.get(self.dtype, self.dtype)
+
+    def offset_elements(self, dims: Mapping[str, int]) -> int:
+        return dims[self.offset] if isinstance(self.offset, str) else int(self.offset)
+
+
+@dataclass(frozen=True)
+class ScalarSpec:
+    """A scalar argument of ``solve`` (passed as a numpy scalar of ``dtype``)."""
+    name: str
+    dtype: str
 
 
 @dataclass(frozen=True)
@@ -74,9 +92,11 @@ class Distribution:
 
 @dataclass(frozen=True)
 class EdgeCase:
-    """Dim values that are always tested; ``hidden`` ones run only in grading mode."""
+    """Dim values (and optionally type-variable values) that are always tested; ``hidden`` ones run
+    only in grading mode."""
     dims: tuple[tuple[str, int], ...]
     hidden: bool = False
+    types: tuple[tuple[str, str], ...] = ()
 
     def as_dict(self) -> dict[str, int]:
         return dict(self.dims)
@@ -98,6 +118,7 @@ class Benchmark:
     bytes: Expr
     flops: Expr | None = None
     hidden: bool = False
+    types: tuple[tuple[str, str], ...] = ()
 
     def as_dict(self) -> dict[str, int]:
         return dict(self.dims)
@@ -151,6 +172,27 @@ class Spec:
     points_correctness: float
     points_performance: float
     limits: Limits = field(default_factory=Limits)
+    scalars: tuple[ScalarSpec, ...] = ()
+    order: tuple[str, ...] = ()             # solve's argument order; empty: inputs, outputs, scalars
+    types: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    @property
+    def arg_order(self) -> tuple[str, ...]:
+        """Names of solve's arguments in call order."""
+        return self.order or tuple(a.name for a in (*self.inputs, *self.outputs, *self.scalars))
+
+    @property
+    def drawn(self) -> tuple[str, ...]:
+        """Names whose values are drawn from ``[values]``: inputs, in-place outputs, scalars."""
+        return (*(t.name for t in self.inputs), *(t.name for t in self.outputs if t.inplace),
+                *(s.name for s in self.scalars))
+
+    def argument(self, name: str) -> "TensorSpec | ScalarSpec":
+        return next(a for a in (*self.inputs, *self.outputs, *self.scalars) if a.name == name)
+
+    def dtypes_of(self, t: "TensorSpec | ScalarSpec") -> tuple[str, ...]:
+        """Every concrete dtype the argument can have."""
+        return self.types.get(t.dtype, (t.dtype,))
 
     @property
     def directory(self) -> Path:
@@ -275,11 +317,12 @@ class _Parser:
 
         dims, constraints = self.dims()
         dim_names = {d.name for d in dims}
-        inputs, outputs = self.signature(dim_names)
-        values = self.values(inputs)
-        edge_cases = self.edge_cases(dims, constraints)
-        tolerances, equal_nan = self.tolerances(outputs, dim_names, {t.name for t in inputs})
-        benchmarks = self.benchmarks(dims, constraints)
+        types = self.type_vars()
+        inputs, outputs, scalars, order = self.signature(dim_names, types)
+        values = self.values(inputs, outputs, scalars, types)
+        edge_cases = self.edge_cases(dims, constraints, types)
+        tolerances, equal_nan = self.tolerances(outputs, dim_names, {t.name for t in inputs}, types)
+        benchmarks = self.benchmarks(dims, constraints, types)
         ceiling, performance = self.performance()
         comp = self.table(self.raw.get("compile"), "compile", required=False)
         self.only(comp, "compile", ("options",))
@@ -299,14 +342,15 @@ class _Parser:
         limits = Limits(**{k: float(self.get(lim, "limits", k, (int, float), getattr(Limits, k)))
                            for k in ("compile_s", "case_s", "total_s")})
         unknown = set(self.raw) - {"exercise", "signature", "dims", "values", "edge_cases", "tolerance",
-                                   "benchmark", "performance", "compile", "features", "limits"}
+                                   "benchmark", "performance", "compile", "features", "limits", "types"}
         if unknown:
             raise self.err(sorted(unknown)[0], "is not a known section", "remove it or fix its spelling")
         return Spec(name=name, title=title, path=self.path, inputs=inputs, outputs=outputs, dims=dims,
                     constraints=constraints, values=values, edge_cases=edge_cases, tolerances=tolerances,
                     equal_nan=equal_nan, benchmarks=benchmarks, ceiling=ceiling, performance=performance,
                     compile_options=tuple(options), required=tuple(required), forbidden=tuple(forbidden),
-                    points_correctness=p_corr, points_performance=p_perf, limits=limits)
+                    points_correctness=p_corr, points_performance=p_perf, limits=limits, scalars=scalars,
+                    order=order, types=types)
 
     def str_list(self, data: dict, fld: str, key: str) -> list[str]:
         value = data.get(key, [])
@@ -346,7 +390,20 @@ class _Parser:
                             for c in self.str_list(raw, "dims", "constraints"))
         return tuple(dims), constraints
 
-    def tensors(self, raw: Any, fld: str, dim_names: set[str]) -> tuple[TensorSpec, ...]:
+    def type_vars(self) -> dict[str, tuple[str, ...]]:
+        raw = self.table(self.raw.get("types"), "types", required=False)
+        out = {}
+        for name, choices in raw.items():
+            if not name.isidentifier() or name in DTYPES:
+                raise self.err("types", f"{name!r} is not a usable type-variable name", "use a name like T")
+            if (not isinstance(choices, list) or not choices
+                    or not all(isinstance(c, str) and c in DTYPES for c in choices)):
+                raise self.err("types", f"{name} must be a non-empty list of dtypes", f"choose from {', '.join(DTYPES)}")
+            out[name] = tuple(choices)
+        return out
+
+    def tensors(self, raw: Any, fld: str, dim_names: set[str], types: Mapping[str, tuple[str, ...]],
+                outputs: bool = False) -> tuple[TensorSpec, ...]:
         if not isinstance(raw, list) or not raw:
             raise self.err(fld, "must be a non-empty list of {name, dtype, shape}",
                            f'write {fld.split(".")[-1]} = [{{ name = "x", dtype = "float32", shape = ["n"] }}]')
@@ -354,35 +411,60 @@ class _Parser:
         for i, t in enumerate(raw):
             f = f"{fld}[{i}]"
             t = self.table(t, f)
-            self.only(t, f, ("name", "dtype", "shape"))
+            self.only(t, f, ("name", "dtype", "shape", "offset") + (("inplace",) if outputs else ()))
             name = self.get(t, f, "name", str)
             dtype = self.get(t, f, "dtype", str)
-            if dtype not in DTYPES:
-                raise self.err(f, f"dtype {dtype!r} is not supported", f"use one of {', '.join(DTYPES)}")
+            if dtype not in DTYPES and dtype not in types:
+                raise self.err(f, f"dtype {dtype!r} is not supported",
+                               f"use one of {', '.join(DTYPES)} or a type variable of [types]")
+            inplace = self.get(t, f, "inplace", bool, False)
+            offset = self.get(t, f, "offset", (str, int), 0)
+            if isinstance(offset, str) and offset not in dim_names or isinstance(offset, int) and offset < 0:
+                raise self.err(f, f"offset {offset!r} is neither a dim nor a non-negative int",
+                               "declare the offset as a dim, e.g. [dims.ox] min = 0, max = 3")
             shape = self.get(t, f, "shape", list)
             for s in shape:
                 if isinstance(s, str) and s not in dim_names:
                     raise self.err(f, f"shape uses {s!r}, which is not a dim", f"declare [dims.{s}] or use {sorted(dim_names)}")
                 if not isinstance(s, (str, int)) or isinstance(s, bool) or (isinstance(s, int) and s < 1):
                     raise self.err(f, f"shape entry {s!r} is neither a dim name nor a positive int", "fix the shape")
-            out.append(TensorSpec(name, dtype, tuple(shape)))
+            out.append(TensorSpec(name, dtype, tuple(shape), inplace, offset))
         return tuple(out)
 
-    def signature(self, dim_names: set[str]) -> tuple[tuple[TensorSpec, ...], tuple[TensorSpec, ...]]:
+    def signature(self, dim_names: set[str], types: Mapping[str, tuple[str, ...]]) -> tuple[
+            tuple[TensorSpec, ...], tuple[TensorSpec, ...], tuple[ScalarSpec, ...], tuple[str, ...]]:
         sig = self.table(self.raw.get("signature"), "signature")
-        self.only(sig, "signature", ("inputs", "outputs"))
-        inputs = self.tensors(sig.get("inputs"), "signature.inputs", dim_names)
-        outputs = self.tensors(sig.get("outputs"), "signature.outputs", dim_names)
-        names = [t.name for t in inputs + outputs]
+        self.only(sig, "signature", ("inputs", "outputs", "scalars", "order"))
+        inputs = self.tensors(sig.get("inputs"), "signature.inputs", dim_names, types)
+        outputs = self.tensors(sig.get("outputs"), "signature.outputs", dim_names, types, outputs=True)
+        scalars = []
+        for i, sc in enumerate(sig.get("scalars", [])):
+            f = f"signature.scalars[{i}]"
+            sc = self.table(sc, f)
+            self.only(sc, f, ("name", "dtype"))
+            dtype = self.get(sc, f, "dtype", str)
+            if dtype not in DTYPES and dtype not in types:
+                raise self.err(f, f"dtype {dtype!r} is not supported", f"use one of {', '.join(DTYPES)}")
+            scalars.append(ScalarSpec(self.get(sc, f, "name", str), dtype))
+        names = [t.name for t in (*inputs, *outputs, *scalars)]
         dup = {n for n in names if names.count(n) > 1}
         if dup:
             raise self.err("signature", f"name(s) {sorted(dup)} used twice", "give every argument its own name")
-        return inputs, outputs
+        clash = set(names) & (dim_names | set(types))
+        if clash:
+            raise self.err("signature", f"argument name(s) {sorted(clash)} are also dims or types",
+                           "give arguments names of their own")
+        order = tuple(self.str_list(sig, "signature", "order"))
+        if order and sorted(order) != sorted(names):
+            raise self.err("signature", f"order {list(order)} must list every argument once ({sorted(names)})",
+                           "list each input, output and scalar exactly once")
+        return inputs, outputs, tuple(scalars), order
 
-    def values(self, inputs: tuple[TensorSpec, ...]) -> dict[str, tuple[Distribution, ...]]:
+    def values(self, inputs: tuple[TensorSpec, ...], outputs: tuple[TensorSpec, ...],
+               scalars: tuple[ScalarSpec, ...], types: Mapping[str, tuple[str, ...]]) -> dict[str, tuple[Distribution, ...]]:
         raw = self.table(self.raw.get("values"), "values")
         out = {}
-        for t in inputs:
+        for t in (*inputs, *(o for o in outputs if o.inplace), *scalars):
             fld = f"values.{t.name}"
             dists = raw.get(t.name)
             if not isinstance(dists, list) or not dists:
@@ -394,6 +476,9 @@ class _Parser:
                 kind = self.get(d, f, "kind", str)
                 if kind not in DISTRIBUTIONS:
                     raise self.err(f, f"kind {kind!r} is unknown", f"use one of {', '.join(DISTRIBUTIONS)}")
+                if kind == "constant" and not isinstance(t, ScalarSpec):
+                    raise self.err(f, "a constant is allowed only for scalars (constant arrays hide bugs)",
+                                   "use normal, uniform, integers or skewed")
                 params = {}
                 for key in DISTRIBUTIONS[kind]:
                     params[key] = float(self.get(d, f, key, (int, float)))
@@ -404,14 +489,15 @@ class _Parser:
                     raise self.err(f, "std must be > 0 (never all-constant data)", "set std > 0")
                 if kind in ("uniform", "integers", "skewed") and params["high"] <= params["low"]:
                     raise self.err(f, "high must be > low", "set high > low")
-                is_int = not t.dtype.startswith("float")
-                if kind == "uniform" and is_int:
+                concrete = types.get(t.dtype, (t.dtype,))
+                int_types = [c for c in concrete if not c.startswith("float")]
+                if kind == "uniform" and int_types and len(concrete) == 1:
                     raise self.err(f, f"uniform draws reals, but {t.name} is {t.dtype}", 'use kind = "integers"')
-                if kind in ("integers", "skewed") and is_int:
-                    info = _int_range(t.dtype)
+                for dt in int_types if kind in ("integers", "skewed") else ():
+                    info = _int_range(dt)
                     values = [params["low"], params["high"] - 1] + ([params["value"]] if kind == "skewed" else [])
                     if min(values) < info[0] or max(values) > info[1]:
-                        raise self.err(f, f"values {[int(v) for v in values]} do not all fit {t.dtype}",
+                        raise self.err(f, f"values {[int(v) for v in values]} do not all fit {dt}",
                                        f"keep low, high - 1 and value within [{info[0]}, {info[1]}]")
                 if kind in ("integers", "skewed"):
                     possible = {params["low"]} if params["high"] - params["low"] <= 1 else {0.0, 1.0}
@@ -424,10 +510,22 @@ class _Parser:
                     raise self.err(f, "fraction must be in (0, 1)", "e.g. fraction = 0.9")
                 parsed.append(Distribution(kind, tuple(params.items())))
             out[t.name] = tuple(parsed)
-        extra = set(raw) - {t.name for t in inputs}
+        extra = set(raw) - set(out)
         if extra:
-            raise self.err("values", f"names {sorted(extra)} that are not inputs", "remove them or fix the names")
+            raise self.err("values", f"names {sorted(extra)} that are not inputs, in-place outputs or scalars",
+                           "remove them or fix the names")
         return out
+
+    def pinned_types(self, data: dict, fld: str, types: Mapping[str, tuple[str, ...]]) -> tuple[tuple[str, str], ...]:
+        """Remove and check type-variable entries (``T = "int32"``) of an edge case or benchmark."""
+        pinned = []
+        for name in list(data):
+            if name in types:
+                value = data.pop(name)
+                if value not in types[name]:
+                    raise self.err(fld, f"{name} = {value!r} is not one of {list(types[name])}", "pick one of those")
+                pinned.append((name, value))
+        return tuple(pinned)
 
     def dims_table(self, data: Any, fld: str, dims: tuple[DimSpec, ...],
                    constraints: tuple[Expr, ...]) -> tuple[tuple[str, int], ...]:
@@ -446,7 +544,7 @@ class _Parser:
             raise self.err(fld, f"{probe}", "choose dims the spec allows")
         return tuple((n, data[n]) for n in names)
 
-    def edge_cases(self, dims, constraints) -> tuple[EdgeCase, ...]:
+    def edge_cases(self, dims, constraints, types) -> tuple[EdgeCase, ...]:
         raw = self.raw.get("edge_cases", [])
         if not isinstance(raw, list):
             raise self.err("edge_cases", "must be an array of tables", "write [[edge_cases]] blocks")
@@ -456,13 +554,14 @@ class _Parser:
             c = dict(self.table(c, fld))
             hidden = self.get(c, fld, "hidden", bool, False)
             c.pop("hidden", None)
-            cases.append(EdgeCase(self.dims_table(c, fld, dims, constraints), hidden))
+            pinned = self.pinned_types(c, fld, types)
+            cases.append(EdgeCase(self.dims_table(c, fld, dims, constraints), hidden, pinned))
         return tuple(cases)
 
-    def tolerances(self, outputs, dim_names, input_names) -> tuple[dict[str, Tolerance], bool]:
+    def tolerances(self, outputs, dim_names, input_names, types) -> tuple[dict[str, Tolerance], bool]:
         raw = self.table(self.raw.get("tolerance"), "tolerance")
         equal_nan = self.get(raw, "tolerance", "equal_nan", bool, False)
-        out_dtypes = sorted({t.dtype for t in outputs})
+        out_dtypes = sorted({dt for t in outputs for dt in types.get(t.dtype, (t.dtype,))})
         tols = {}
         for dtype in out_dtypes:
             fld = f"tolerance.{dtype}"
@@ -487,7 +586,7 @@ class _Parser:
         self.only(raw, "tolerance", ("equal_nan", *out_dtypes))
         return tols, equal_nan
 
-    def benchmarks(self, dims, constraints) -> tuple[Benchmark, ...]:
+    def benchmarks(self, dims, constraints, types) -> tuple[Benchmark, ...]:
         raw = self.raw.get("benchmark", [])
         if not isinstance(raw, list) or not raw:
             raise self.err("benchmark", "has no shape", "add a [[benchmark]] block with name, dims and bytes")
@@ -496,13 +595,18 @@ class _Parser:
         for i, b in enumerate(raw):
             fld = f"benchmark[{i}]"
             b = self.table(b, fld)
-            self.only(b, fld, ("name", "dims", "bytes", "flops", "hidden"))
+            self.only(b, fld, ("name", "dims", "bytes", "flops", "hidden", "types"))
+            pinned = self.pinned_types(dict(self.table(b.get("types", {}), f"{fld}.types")), f"{fld}.types", types)
+            missing_types = sorted(set(types) - {k for k, _ in pinned})
+            if missing_types:
+                raise self.err(f"{fld}.types", f"type variable(s) {missing_types} not pinned",
+                               f'add types = {{ {missing_types[0]} = "{types[missing_types[0]][0]}" }}')
             name = self.get(b, fld, "name", str)
             bdims = self.dims_table(b.get("dims"), f"{fld}.dims", dims, constraints)
             nbytes = self.expr(self.get(b, fld, "bytes", str), f"{fld}.bytes", names)
             flops = self.expr(b["flops"], f"{fld}.flops", names) if "flops" in b else None
             hidden = self.get(b, fld, "hidden", bool, False)
-            out.append(Benchmark(name, bdims, nbytes, flops, hidden))
+            out.append(Benchmark(name, bdims, nbytes, flops, hidden, pinned))
         seen = [b.name for b in out]
         if len(set(seen)) != len(seen):
             raise self.err("benchmark", "two shapes share a name", "give each [[benchmark]] its own name")

@@ -118,7 +118,7 @@ def static_report(spec: Spec, submission: Path, arch: str = "sm_90") -> StaticRe
         return StaticReport((bad[1],), (), (), arch)
     if bad:
         problems.append(bad[1])
-    problems += check_solution_py(submission / "solution.py", len(spec.inputs) + len(spec.outputs))
+    problems += check_solution_py(submission / "solution.py", len(spec.arg_order))
     if nvcc_path() is None:
         skipped.append("compiling kernel.cu (nvcc is not on PATH; install the CUDA toolkit to check it here)")
     else:

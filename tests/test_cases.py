@@ -214,23 +214,23 @@ def test_bad_tokens(token: str, fragment: str) -> None:
 def test_make_inputs_shapes_dtypes_and_determinism() -> None:
     spec = SPECS["ex01_vector_add"]
     case = Case((("n", 1000),), (("a", 0), ("b", 1)), seed=7)
-    a, b = make_inputs(spec, case, np)
+    a, b = make_inputs(spec, case, np).values()
     for arr in (a, b):
         assert arr.dtype == np.float32 and arr.shape == (1000,) and arr.flags.c_contiguous
-    a2, b2 = make_inputs(spec, case, np)
+    a2, b2 = make_inputs(spec, case, np).values()
     assert np.array_equal(a, a2) and np.array_equal(b, b2)
-    a3, _ = make_inputs(spec, replace(case, seed=8), np)
+    a3, _ = make_inputs(spec, replace(case, seed=8), np).values()
     assert not np.array_equal(a, a3)
     # b: uniform(-1e-3, 1e-3); a: normal(0, 1)
     assert np.abs(b).max() < 1e-3 and np.abs(a).max() > 1e-2
     # same distribution for both inputs: still different arrays (each input has its own stream)
-    a4, b4 = make_inputs(spec, Case((("n", 1000),), (("a", 0), ("b", 0)), seed=7), np)
+    a4, b4 = make_inputs(spec, Case((("n", 1000),), (("a", 0), ("b", 0)), seed=7), np).values()
     assert not np.array_equal(a4, b4)
 
 
 def test_make_inputs_2d_shape() -> None:
     spec = SPECS["ex07_softmax"]
-    (x,) = make_inputs(spec, Case((("rows", 3), ("cols", 5)), (("x", 2),), seed=1), np)
+    (x,) = make_inputs(spec, Case((("rows", 3), ("cols", 5)), (("x", 2),), seed=1), np).values()
     assert x.shape == (3, 5) and x.dtype == np.float32 and x.flags.c_contiguous
     assert 7980 < x.min() and x.max() < 8020  # normal(8000, 3)
 
@@ -244,7 +244,7 @@ def test_make_inputs_never_all_zero(name: str, seed: int) -> None:
         for k in range(len(spec.values[t.name])):
             dists = tuple((u.name, k if u.name == t.name else 0) for u in spec.inputs)
             case = Case(tuple((d.name, 64) for d in spec.dims), dists, seed)
-            arr = make_inputs(spec, case, np)[[u.name for u in spec.inputs].index(t.name)]
+            arr = make_inputs(spec, case, np)[t.name]
             assert arr.shape == t.concrete_shape(dims)
             assert np.count_nonzero(arr) > 0, (name, t.name, k, seed)
 
@@ -252,7 +252,7 @@ def test_make_inputs_never_all_zero(name: str, seed: int) -> None:
 def test_values_follow_their_distribution(tmp_path: Path) -> None:
     spec = small_spec(tmp_path)
     n = 200_000
-    g, u, i, s = make_inputs(spec, Case((("n", n), ("m", 8)), (("g", 0), ("u", 0), ("i", 0), ("s", 0)), 3), np)
+    g, u, i, s = make_inputs(spec, Case((("n", n), ("m", 8)), (("g", 0), ("u", 0), ("i", 0), ("s", 0)), 3), np).values()
     assert (g.dtype, u.dtype, i.dtype, s.dtype) == (np.float32, np.float64, np.int32, np.uint8)
     assert s.shape == (8, n) and s.flags.c_contiguous
     assert abs(g.mean() - 5) < 0.02 and abs(g.std() - 2) < 0.02           # normal(5, 2)
@@ -262,7 +262,7 @@ def test_values_follow_their_distribution(tmp_path: Path) -> None:
     assert abs(zeros - 0.75) < 0.005
     rest = s[s != 0]
     assert rest.min() >= 1 and rest.max() <= 199                           # ... the rest in [1, 200)
-    (g1,) = make_inputs(spec, Case((("n", n), ("m", 8)), (("g", 1), ("u", 0), ("i", 0), ("s", 0)), 3), np)[:1]
+    g1 = make_inputs(spec, Case((("n", n), ("m", 8)), (("g", 1), ("u", 0), ("i", 0), ("s", 0)), 3), np)["g"]
     assert abs(g1.mean() + 1) < 0.01 and abs(g1.std() - 0.5) < 0.01        # normal(-1, 0.5)
 
 

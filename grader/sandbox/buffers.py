@@ -4,9 +4,9 @@ The parent allocates every argument of ``solve`` (DESIGN must 2): on the GPU wit
 ``cudaMalloc`` (not CuPy's pool) so that it can be exported through CUDA IPC; on the host
 (tests, CPU-side fake submissions) in POSIX shared memory. Each allocation is laid out as::
 
-    [ guard 64 KiB | data (rounded up to 256 B) | guard 64 KiB ]
+    [ guard 64 KiB | offset | data (rounded up to 256 B) | guard 64 KiB ]
 
-The data starts 256-byte aligned. Guards are filled with :data:`GUARD_BYTE` before each call and
+The data starts 256-byte aligned plus ``offset`` bytes (0 unless the spec asks for misaligned views). Guards are filled with :data:`GUARD_BYTE` before each call and
 checked after it, so writes just outside an output (a missing bounds check) are caught without a
 sanitizer. The worker maps the same memory through :func:`open_descriptor`.
 """
@@ -26,20 +26,22 @@ GUARD_BYTE = 0xCB
 @dataclass(frozen=True)
 class Descriptor:
     """What the worker needs to map one array: backend ("host" or "cuda"), shared-memory name or
-    IPC handle (hex), allocation size, data offset, shape and dtype."""
+    IPC handle (hex), allocation size, shape, dtype and the data's byte offset past the guard."""
     backend: str
     handle: str
     total: int
     shape: tuple[int, ...]
     dtype: str
+    offset: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {"backend": self.backend, "handle": self.handle, "total": self.total,
-                "shape": list(self.shape), "dtype": self.dtype}
+                "shape": list(self.shape), "dtype": self.dtype, "offset": self.offset}
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> "Descriptor":
-        return Descriptor(d["backend"], d["handle"], int(d["total"]), tuple(int(s) for s in d["shape"]), d["dtype"])
+        return Descriptor(d["backend"], d["handle"], int(d["total"]), tuple(int(s) for s in d["shape"]), d["dtype"],
+                          int(d.get("offset", 0)))
 
 
 class Backend:
@@ -53,8 +55,8 @@ class Backend:
     def synchronize(self) -> None:
         pass
 
-    def alloc(self, shape: tuple[int, ...], dtype: str) -> "GuardedArray":
-        return GuardedArray(self, tuple(shape), dtype)
+    def alloc(self, shape: tuple[int, ...], dtype: str, offset_elements: int = 0) -> "GuardedArray":
+        return GuardedArray(self, tuple(shape), dtype, offset_elements)
 
 
 class HostBackend(Backend):
@@ -96,28 +98,30 @@ class CudaBackend(Backend):
 class GuardedArray:
     """One parent-owned argument: ``array`` is the data view; ``raw`` the whole allocation."""
 
-    def __init__(self, backend: Backend, shape: tuple[int, ...], dtype: str):
+    def __init__(self, backend: Backend, shape: tuple[int, ...], dtype: str, offset_elements: int = 0):
         self.backend, self.shape, self.dtype = backend, shape, dtype
         self.nbytes = math.prod(shape) * np.dtype(dtype).itemsize
-        padded = -(-max(self.nbytes, 1) // ALIGN) * ALIGN
+        self.offset = offset_elements * np.dtype(dtype).itemsize
+        padded = -(-max(self.offset + self.nbytes, 1) // ALIGN) * ALIGN
         self.total = 2 * GUARD + padded
         self.raw, self.handle, self._keep = backend.raw(self.total)
-        self.array = self.raw[GUARD:GUARD + self.nbytes].view(dtype).reshape(shape)
+        self.start = GUARD + self.offset
+        self.array = self.raw[self.start:self.start + self.nbytes].view(dtype).reshape(shape)
         self.fill_guards()
 
     @property
     def descriptor(self) -> Descriptor:
-        return Descriptor(self.backend.name, self.handle, self.total, self.shape, self.dtype)
+        return Descriptor(self.backend.name, self.handle, self.total, self.shape, self.dtype, self.offset)
 
     def fill_guards(self) -> None:
-        self.raw[:GUARD] = GUARD_BYTE
-        self.raw[GUARD + self.nbytes:] = GUARD_BYTE
+        self.raw[:self.start] = GUARD_BYTE
+        self.raw[self.start + self.nbytes:] = GUARD_BYTE
 
     def guard_damage(self) -> str | None:
         """None when both guards are intact, else which side was written and how many bytes."""
         xp = self.backend.xp
-        before = int(xp.count_nonzero(self.raw[:GUARD] != GUARD_BYTE))
-        after = int(xp.count_nonzero(self.raw[GUARD + self.nbytes:] != GUARD_BYTE))
+        before = int(xp.count_nonzero(self.raw[:self.start] != GUARD_BYTE))
+        after = int(xp.count_nonzero(self.raw[self.start + self.nbytes:] != GUARD_BYTE))
         parts = []
         if before:
             parts.append(f"{before} bytes before the start")
@@ -148,7 +152,8 @@ class Mapper:
             self._maps[d.handle] = self._map(d)
         raw = self._maps[d.handle][0]
         nbytes = math.prod(d.shape) * np.dtype(d.dtype).itemsize
-        return raw[GUARD:GUARD + nbytes].view(d.dtype).reshape(d.shape)
+        start = GUARD + d.offset
+        return raw[start:start + nbytes].view(d.dtype).reshape(d.shape)
 
     def _map(self, d: Descriptor) -> tuple[Any, Any]:
         if d.backend == "host":

@@ -76,7 +76,10 @@ class Server:
 
     # -- helpers --------------------------------------------------------------------------------
     def arrays(self, descs: list[dict[str, Any]]) -> list[Any]:
-        return [self.mapper.open(Descriptor.from_json(d)) for d in descs]
+        """solve's arguments: mapped arrays, and scalars as numpy scalars of their dtype."""
+        import numpy as np
+        return [np.dtype(d["dtype"]).type(d["scalar"]) if "scalar" in d else self.mapper.open(Descriptor.from_json(d))
+                for d in descs]
 
     def sync(self) -> None:
         if self.backend == "cuda":

@@ -1,0 +1,133 @@
+"""One concrete call of ``solve``, owned by the parent: drawn values, the oracle's expected outputs,
+the guarded buffers, and the checks after a call (DESIGN must 2).
+
+Used for every correctness case and for each input set of a benchmark shape.
+"""
+from __future__ import annotations
+
+import importlib.util
+from typing import Any, Callable, Mapping
+
+from grader.cases import Case, make_inputs
+from grader.compare import compare, poison_value, resolve_atol
+from grader.sandbox.buffers import Backend, GuardedArray
+from grader.spec import ScalarSpec, Spec
+
+
+def load_oracle(spec: Spec) -> Callable[..., Any]:
+    """The exercise's ``reference(xp, *args)`` from ``reference.py``.
+
+    Raises:
+        FileNotFoundError / AttributeError: one line naming the file and the fix.
+    """
+    path = spec.directory / "reference.py"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: missing; fix: add reference.py with reference(xp, *args)")
+    mod_spec = importlib.util.spec_from_file_location(f"oracle_{spec.name}", path)
+    module = importlib.util.module_from_spec(mod_spec)  # type: ignore[arg-type]
+    mod_spec.loader.exec_module(module)  # type: ignore[union-attr]
+    fn = getattr(module, "reference", None)
+    if not callable(fn):
+        raise AttributeError(f"{path}: defines no reference(xp, *args); fix: add it")
+    return fn
+
+
+def run_oracle(oracle: Callable[..., Any], spec: Spec, values: Mapping[str, Any], xp: Any) -> list[Any]:
+    """Expected outputs: ``oracle(xp, *args)`` with solve's arguments in order, pure outputs left
+    out, in-place outputs at their initial values, scalars as Python numbers.
+
+    Raises:
+        ValueError: the oracle returned the wrong number of outputs.
+    """
+    args = [values[n].item() if isinstance(spec.argument(n), ScalarSpec) else values[n]
+            for n in spec.arg_order if n in values]
+    out = oracle(xp, *args)
+    outs = list(out) if isinstance(out, (tuple, list)) else [out]
+    if len(outs) != len(spec.outputs):
+        raise ValueError(f"{spec.directory / 'reference.py'}: returned {len(outs)} outputs, the spec declares "
+                         f"{len(spec.outputs)}; fix: return one array per output")
+    return outs
+
+
+class Instance:
+    """The buffers of one call. ``refresh`` draws new values for ``case``; ``reset`` prepares the
+    next call (poison pure outputs, restore in-place outputs, refill guards); ``check`` verifies."""
+
+    def __init__(self, spec: Spec, backend: Backend, oracle: Callable[..., Any], case: Case):
+        self.spec, self.backend, self.xp, self.oracle = spec, backend, backend.xp, oracle
+        self.dims, self.types = case.dim_dict, case.type_dict
+        self.arrays: dict[str, GuardedArray] = {}
+        for t in (*spec.inputs, *spec.outputs):
+            self.arrays[t.name] = backend.alloc(t.concrete_shape(self.dims), t.concrete_dtype(self.types),
+                                                t.offset_elements(self.dims))
+        self.values: dict[str, Any] = {}
+        self.expected: list[Any] = []
+        self.refresh(case)
+
+    def refresh(self, case: Case) -> None:
+        """Draw the values of ``case`` (same dims and types) and compute the expected outputs."""
+        self.values = make_inputs(self.spec, case, self.xp)
+        self.expected = run_oracle(self.oracle, self.spec, self.values, self.xp)
+        for t in self.spec.inputs:
+            self.arrays[t.name].array[...] = self.values[t.name]
+
+    def reset(self) -> None:
+        for t in self.spec.outputs:
+            g = self.arrays[t.name]
+            if t.inplace:
+                g.array[...] = self.values[t.name]
+            else:
+                g.poison(*poison_value(g.dtype))
+        for g in self.arrays.values():
+            g.fill_guards()
+        self.backend.synchronize()
+
+    def descriptors(self) -> list[dict[str, Any]]:
+        """solve's arguments, in order, as JSON for the worker."""
+        out = []
+        for name in self.spec.arg_order:
+            if name in self.arrays:
+                out.append(self.arrays[name].descriptor.to_json())
+            else:
+                v = self.values[name]
+                out.append({"scalar": v.item(), "dtype": str(v.dtype)})
+        return out
+
+    @property
+    def handles(self) -> list[str]:
+        return [g.handle for g in self.arrays.values()]
+
+    def check(self) -> tuple[str, list[str]]:
+        """('', []) when guards, inputs and outputs are right, else (one-line message, per-output details)."""
+        xp, spec = self.xp, self.spec
+        problems = []
+        for name, g in self.arrays.items():
+            damage = g.guard_damage()
+            if damage:
+                problems.append(f"wrote outside {name!r}: {damage} of it were changed")
+        for t in spec.inputs:
+            g, a = self.arrays[t.name], self.values[t.name]
+            same = (g.array == a) | (xp.isnan(g.array) & xp.isnan(a)) if g.dtype.startswith("float") else g.array == a
+            changed = int(xp.count_nonzero(~same))
+            if changed:
+                problems.append(f"modified input {t.name!r} ({changed} elements changed); inputs must stay unchanged")
+        details = []
+        named = {t.name: self.values[t.name] for t in spec.inputs}
+        for t, ref in zip(spec.outputs, self.expected):
+            g = self.arrays[t.name]
+            tol = spec.tolerances[g.dtype]
+            atol = resolve_atol(tol, g.dtype, self.dims, named, xp)
+            axes = [s if isinstance(s, str) else f"axis {i}" for i, s in enumerate(t.shape)]
+            mm = compare(t.name, g.array, ref, tol, atol, spec.equal_nan, xp, axes)
+            if mm is not None:
+                details.append(mm.summary())
+        if details:
+            problems.insert(0, f"wrong output ({details[0].split(';')[0]})")
+        return "; ".join(problems), details
+
+    def free(self) -> None:
+        for g in self.arrays.values():
+            g.free()
+        self.arrays.clear()
+        self.values.clear()
+        self.expected = []
