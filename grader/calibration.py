@@ -49,7 +49,15 @@ def load_calibration(root: Path, arch: str | None) -> Calibration:
     """
     if not arch:
         return Calibration(None, {}, {})
-    path = calibration_path(root, arch)
+    return load_calibration_file(calibration_path(root, arch))
+
+
+def load_calibration_file(path: Path) -> Calibration:
+    """Reference times from one file in the calibration format; empty when it does not exist.
+
+    Raises:
+        ValueError: one line naming the file and the problem when the file is malformed.
+    """
     if not path.is_file():
         return Calibration(None, {}, {})
     try:

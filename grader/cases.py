@@ -178,8 +178,10 @@ def edge_cases(spec: Spec, profile: Profile, seed: int) -> list[Case]:
 
 
 def hidden_counts(spec: Spec) -> tuple[int, int]:
-    """(hidden edge cases, hidden benchmark shapes)."""
-    return sum(c.hidden for c in spec.edge_cases), sum(b.hidden for b in spec.benchmarks)
+    """(hidden edge cases, hidden benchmark shapes): those in the spec plus those a published
+    bundle declares it removed."""
+    return (sum(c.hidden for c in spec.edge_cases) + spec.declared_hidden[0],
+            sum(b.hidden for b in spec.benchmarks) + spec.declared_hidden[1])
 
 
 # -- inputs -----------------------------------------------------------------------------------------

@@ -1,33 +1,27 @@
-"""The ``grade`` command: thin: parse, call, print.
-
-\b
-Usage:
-  grade ex07                       grade student_template/ex07_softmax (also: grade 7, grade ex07_softmax)
-  grade ex07 --submission DIR      grade any folder with kernel.cu and solution.py
-  grade ex07 --compile-only        what works without a GPU: nvcc compile + static report
-  grade list                       list the exercises
-"""
+"""The ``grade`` command: thin: parse, call, print."""
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from pathlib import Path
 
 import click
 from rich.console import Console
 
-EXIT_OK = 0            # graded (and at or above --fail-under)
-EXIT_BELOW = 1         # graded, below --fail-under
+EXIT_OK = 0            # graded (and at or above --fail-under) / the check passed
+EXIT_BELOW = 1         # graded, below --fail-under / the check found problems
 EXIT_NOT_GRADED = 3    # the submission could not be graded (missing files, compile error, bad solve)
-EXIT_ERROR = 4         # grader or environment error (no GPU, broken spec, internal error)
+EXIT_ERROR = 4         # grader or environment error (no GPU, broken spec, time limit, internal error)
 EXIT_CODES_HELP = """\b
-Exit codes:
+Exit codes of `grade EXERCISE` and `grade batch`:
   0  grading completed (score at or above --fail-under)
-  1  grading completed, score below --fail-under
+  1  grading completed, score below --fail-under (batch: some submission below it)
   2  usage error (bad option or argument)
   3  the submission could not be graded (missing file, compile error, malformed solve)
-  4  grader or environment error (no GPU, broken spec, internal error)"""
-
+  4  grader or environment error (no GPU, broken spec, time limit, internal error)
+`grade check` and `grade calibrate` exit 0 when everything passed, 1 otherwise."""
+FORMATS = ("text", "json", "gradescope", "junit")
 SECRET_ENV = "GRADER_SECRET"
 
 
@@ -50,14 +44,22 @@ def main() -> None:
     oracle, then timing against the reference solution.
 
     \b
-    grade ex07                    grade student_template/ex07_softmax on this GPU
-    grade ex07 --submission DIR   grade another folder (kernel.cu + solution.py)
-    grade ex07 --compile-only     compile + static report (works without a GPU)
-    grade list                    the exercises
-    grade run --help              every option of a grade
+    Students:
+      grade ex07                    grade student_template/ex07_softmax on this GPU
+      grade ex07 --submission DIR   grade another folder (kernel.cu + solution.py)
+      grade ex07 --compile-only     compile + static report (works without a GPU)
+      grade list                    the exercises
+      grade run --help              every option of a grade
+    Instructors and CI:
+      grade check                   every exercise ready? (specs, solutions, stubs, controls)
+      grade calibrate               time the reference solutions for calibration/<arch>.toml
+      grade publish OUT/            write the student bundle (no solutions) and check it
+      grade new ex17_name           scaffold a new exercise
+      grade batch SUBMISSIONS/      grade every student's folders
     """
 
 
+# -- helpers ---------------------------------------------------------------------------------------
 def _root(root: str | None) -> Path:
     from grader.spec import find_root
     try:
@@ -66,8 +68,39 @@ def _root(root: str | None) -> Path:
         raise click.UsageError(str(exc)) from None
 
 
+def _exercises(root: Path, names: tuple[str, ...] | list[str]):  # type: ignore[no-untyped-def]
+    from grader.spec import list_exercises, resolve_exercise
+    if not names:
+        return list_exercises(root)
+    try:
+        return [resolve_exercise(root, n) for part in names for n in part.split(",") if n]
+    except LookupError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+def _detect_gpu() -> object:
+    from grader import device as dev
+    why = dev.unavailable_reason()
+    if why is not None:
+        return None
+    return dev.detect()
+
+
+root_option = click.option("--root", type=click.Path(file_okay=False),
+                           help="Course folder (default: found from the current folder).")
+
+
+class GradeTimeout(Exception):
+    """The whole grade ran past --time-limit."""
+
+
+def _on_alarm(signum, frame):  # noqa: ANN001
+    raise GradeTimeout()
+
+
+# -- grade EXERCISE ----------------------------------------------------------------------------------
 @main.command("list")
-@click.option("--root", type=click.Path(file_okay=False), help="Course folder (default: found from the current folder).")
+@root_option
 def list_cmd(root: str | None) -> None:
     """List the exercises with their titles and points."""
     from rich.table import Table
@@ -87,15 +120,20 @@ def list_cmd(root: str | None) -> None:
     console.print(t)
 
 
-def _emit_error(fmt: str, output: str | None, exercise: str, submission: str, kind: str, message: str,
-                code: int) -> None:
+def _emit_error(fmt: str, output: str | None, json_out: str | None, exercise: str, submission: str, kind: str,
+                message: str, code: int) -> None:
+    from grader.report.formats import render_error, write
     click.echo(f"grade: {message}", err=True)
-    if fmt == "json":
-        from grader.report import json_report
-        text = json_report.write(json_report.error_dict(exercise, submission, kind, message, code),
-                                 Path(output) if output else None)
-        if not output:
+    if json_out:
+        write(render_error("json", exercise, submission, kind, message, code), Path(json_out))
+    if fmt != "text":
+        text = render_error(fmt, exercise, submission, kind, message, code)
+        if output:
+            write(text, Path(output))
+        else:
             click.echo(text)
+    elif output:
+        write(render_error("text", exercise, submission, kind, message, code), Path(output))
     sys.exit(code)
 
 
@@ -103,10 +141,11 @@ def _emit_error(fmt: str, output: str | None, exercise: str, submission: str, ki
 @click.argument("exercise")
 @click.option("--submission", "-s", type=click.Path(), help="Folder with kernel.cu and solution.py "
               "(default: student_template/<exercise> in the course folder).")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
-              help="Report format.")
-@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write the report here (JSON is always "
-              "written, even when the submission crashes).")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
+              help="Report format: text, json (schema grader/report/schema.json), gradescope (results.json), junit.")
+@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write the report here (always written, "
+              "also when the submission crashes or the time limit hits).")
+@click.option("--json", "json_out", type=click.Path(dir_okay=False), help="Also write the JSON result here.")
 @click.option("--mode", type=click.Choice(["quick", "grading"]), default="quick", show_default=True,
               help="quick: a fast student run; grading: more cases, hidden checks, seed mixed with $GRADER_SECRET.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for case generation and timing order.")
@@ -118,30 +157,32 @@ def _emit_error(fmt: str, output: str | None, exercise: str, submission: str, ki
 @click.option("--fail-under", type=float, default=None, help="Exit 1 when the score is below this many points.")
 @click.option("--reference/--no-reference", default=True, show_default=True,
               help="Time the reference solution side by side when solutions/<exercise> exists.")
-@click.option("--root", type=click.Path(file_okay=False), help="Course folder (default: found from the current folder).")
+@click.option("--reference-times", type=click.Path(dir_okay=False, exists=True),
+              help="Reference times in the calibration format, used instead of calibration/<arch>.toml.")
+@click.option("--time-limit", type=float, default=None,
+              help="Seconds for the whole grade (default: the spec's [limits] total_s).")
+@root_option
 @click.option("--backend", type=click.Choice(["auto", "cuda", "host"]), default="auto", hidden=True,
               help="host runs numpy submissions on the CPU (for the grader's own tests).")
-def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None, mode: str, seed: int,
-            case_token: str | None, no_timing: bool, compile_only: bool, arch: str | None, fail_under: float | None,
-            reference: bool, root: str | None, backend: str) -> None:
+def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None, json_out: str | None, mode: str,
+            seed: int, case_token: str | None, no_timing: bool, compile_only: bool, arch: str | None,
+            fail_under: float | None, reference: bool, reference_times: str | None, time_limit: float | None,
+            root: str | None, backend: str) -> None:
     """Grade one exercise: EXERCISE is 7, ex07 or ex07_softmax."""
-    from grader.spec import SpecError, load_spec, resolve_exercise
+    from grader.spec import SpecError, load_spec
 
     r = _root(root)
-    try:
-        ex = resolve_exercise(r, exercise)
-    except LookupError as exc:
-        raise click.UsageError(str(exc)) from None
+    ex = _exercises(r, [exercise])[0]
     sub = Path(submission) if submission else ex.template
     try:
         spec = load_spec(ex.spec_path)
     except SpecError as exc:
-        _emit_error(fmt, output, ex.name, str(sub), "spec", str(exc), EXIT_ERROR)
+        _emit_error(fmt, output, json_out, ex.name, str(sub), "spec", str(exc), EXIT_ERROR)
     if compile_only:
         sys.exit(_compile_only(spec, sub, arch))
 
     from grader import device as dev
-    from grader.calibration import load_calibration
+    from grader.calibration import load_calibration, load_calibration_file
     from grader.cases import PROFILES
     from grader.grade import GradeOptions, grade
     from grader.sandbox.buffers import CudaBackend, HostBackend
@@ -150,42 +191,54 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
     if backend in ("auto", "cuda"):
         why = dev.unavailable_reason()
         if why is not None:
-            _emit_error(fmt, output, ex.name, str(sub), "no_gpu",
+            _emit_error(fmt, output, json_out, ex.name, str(sub), "no_gpu",
                         f"{why}: grading runs kernels on a GPU. Without one, `grade {ex.name} --compile-only` "
                         "compiles kernel.cu with nvcc and prints the static report.", EXIT_ERROR)
         info = dev.detect()
-    console = Console(stderr=fmt != "text" or output is not None)
+    limit = time_limit or spec.limits.total_s
+    signal.signal(signal.SIGALRM, _on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, limit)
+    from grader.report.text import TerminalProgress
+    progress = TerminalProgress(Console(stderr=True))
     try:
         be = CudaBackend() if info is not None else HostBackend()
         ceilings = dev.ceilings(info, {spec.ceiling}) if info is not None else None
-        calibration = load_calibration(r, info.arch if info else None)
+        calibration = (load_calibration_file(Path(reference_times)) if reference_times
+                       else load_calibration(r, info.arch if info else None))
         ref_dir = ex.solution if reference and (ex.solution / "solution.py").is_file() else None
         secret = os.environ.get(SECRET_ENV) if mode == "grading" else None
         options = GradeOptions(profile=PROFILES[mode], seed=seed, secret=secret, backend=be.name,
                                case_token=case_token, reference=ref_dir, benchmark=not no_timing)
-        from grader.report.text import TerminalProgress, render
-        progress = TerminalProgress(Console(stderr=True))
-        try:
-            result = grade(spec, sub, options, be, info, ceilings, calibration, progress)
-        finally:
-            progress.done()
+        result = grade(spec, sub, options, be, info, ceilings, calibration, progress)
+    except GradeTimeout:
+        progress.done()
+        _emit_error(fmt, output, json_out, ex.name, str(sub), "time_limit",
+                    f"the grade ran past its {limit:g} s time limit; nothing after that point was scored", EXIT_ERROR)
     except ValueError as exc:  # a malformed --case or calibration file: a user-fixable input
-        _emit_error(fmt, output, ex.name, str(sub), "input", str(exc), EXIT_ERROR)
+        progress.done()
+        _emit_error(fmt, output, json_out, ex.name, str(sub), "input", str(exc), EXIT_ERROR)
     except Exception as exc:  # noqa: BLE001 - grader bug or broken exercise files: say so, keep the file
-        _emit_error(fmt, output, ex.name, str(sub), "grader_error", f"grader error: {type(exc).__name__}: {exc}",
-                    EXIT_ERROR)
+        progress.done()
+        _emit_error(fmt, output, json_out, ex.name, str(sub), "grader_error",
+                    f"grader error: {type(exc).__name__}: {exc}", EXIT_ERROR)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+    progress.done()
     code = _exit_code(result, fail_under)
-    if fmt == "json":
-        from grader.report import json_report
-        text = json_report.write(json_report.to_dict(result, code), Path(output) if output else None)
-        if not output:
-            click.echo(text)
-    else:
-        from grader.report.text import render
+    from grader.report.formats import render, write
+    if json_out:
+        write(render(result, "json", code), Path(json_out))
+    if fmt == "text":
+        from grader.report.text import render as render_text
+        render_text(result, Console())
         if output:
-            with open(output, "w") as fh:
-                render(result, Console(file=fh, width=120, force_terminal=False))
-        render(result, Console())
+            write(render(result, "text", code), Path(output))
+    else:
+        text = render(result, fmt, code)
+        if output:
+            write(text, Path(output))
+        else:
+            click.echo(text)
     sys.exit(code)
 
 
@@ -223,6 +276,234 @@ def _compile_only(spec, submission: Path, arch: str | None) -> int:  # type: ign
     if rep.ok:
         console.print("[green]no problems found[/]")
     return EXIT_OK if rep.ok else EXIT_NOT_GRADED
+
+
+def _gpu_grader(root: Path, info):  # type: ignore[no-untyped-def]
+    """grade_fn(spec, folder, reference) for instructor commands on this GPU."""
+    from grader import device as dev
+    from grader.calibration import load_calibration
+    from grader.cases import PROFILES
+    from grader.grade import GradeOptions, grade
+    from grader.sandbox.buffers import CudaBackend
+
+    be = CudaBackend()
+    cal = load_calibration(root, info.arch)
+
+    def grade_fn(spec, folder, reference, policy=None):  # type: ignore[no-untyped-def]
+        from grader.timing import StopPolicy
+        opts = GradeOptions(profile=PROFILES["quick"], reference=reference, policy=policy or StopPolicy())
+        return grade(spec, folder, opts, be, info, dev.ceilings(info, {spec.ceiling}), cal)
+    return grade_fn
+
+
+# -- instructor commands ----------------------------------------------------------------------------
+@main.command("check")
+@click.argument("exercises", nargs=-1)
+@click.option("--no-controls", is_flag=True, help="Skip the negative controls (they run on the CPU).")
+@root_option
+def check_cmd(exercises: tuple[str, ...], no_controls: bool, root: str | None) -> None:
+    """Check that every exercise is ready: spec valid, points add up, solution full marks, stub
+    zero, negative controls fail. Without a GPU it checks what it can and lists what it skipped.
+    Exits 1 on any problem (TODOs are listed, not counted as problems)."""
+    from rich.table import Table
+    from grader.check import check_exercise
+
+    r = _root(root)
+    info = _detect_gpu()
+    grade_fn = _gpu_grader(r, info) if info is not None else None
+    console = Console()
+    t = Table(show_edge=False)
+    for col in ("exercise", "check", "status", "detail"):
+        t.add_column(col, overflow="fold")
+    failed = 0
+    with console.status("checking...") as status:
+        for ex in _exercises(r, exercises):
+            status.update(f"checking {ex.name}")
+            for row in check_exercise(ex, info is not None, not no_controls, grade_fn):
+                color = {"ok": "green", "fail": "red", "skip": "yellow", "todo": "yellow"}[row.status]
+                t.add_row(row.exercise, row.item, f"[{color}]{row.status}[/]", row.detail)
+                failed += row.status == "fail"
+    console.print(t)
+    if info is None:
+        console.print("[yellow]No GPU here: solutions and stubs were not run; run `grade check` on a GPU machine.[/]")
+    console.print(f"[bold]{'all checks passed' if not failed else f'{failed} problem(s)'}[/]")
+    sys.exit(EXIT_OK if not failed else EXIT_BELOW)
+
+
+@main.command("calibrate")
+@click.argument("exercises", nargs=-1)
+@click.option("--dry-run", is_flag=True, help="Measure and report, write nothing.")
+@root_option
+def calibrate_cmd(exercises: tuple[str, ...], dry_run: bool, root: str | None) -> None:
+    """Time the reference solutions on this GPU and write calibration/<arch>.toml. Refuses (and
+    says why) when a measurement is too noisy or the clock throttled; exits 1 then."""
+    from rich.table import Table
+    from grader import calibrate as cal
+    from grader.calibration import calibration_path, write_calibration
+    from grader.grade import versions
+    from grader.spec import load_spec
+
+    r = _root(root)
+    info = _detect_gpu()
+    if info is None:
+        from grader.device import unavailable_reason
+        raise click.ClickException(f"{unavailable_reason()}: calibration times kernels on a GPU")
+    grade_fn = _gpu_grader(r, info)
+    results = []
+    console = Console()
+    with console.status("calibrating...") as status:
+        for ex in _exercises(r, exercises):
+            status.update(f"timing the reference of {ex.name}")
+            spec = load_spec(ex.spec_path)
+            results += cal.calibrate_exercise(ex.name, lambda: grade_fn(spec, ex.solution, None, cal.POLICY))
+    t = Table(show_edge=False)
+    for col in ("exercise", "shape", "median ms", "IQR ms", "samples", "verdict"):
+        t.add_column(col)
+    for c in results:
+        t.add_row(c.exercise, c.shape, f"{c.median_ms:.4f}" if c.median_ms else "-",
+                  f"{c.iqr_ms:.4f}" if c.iqr_ms is not None else "-", str(c.samples),
+                  "[green]ok[/]" if c.refused is None else f"[red]refused: {c.refused}[/]")
+    console.print(t)
+    accepted = cal.entries(results)
+    path = calibration_path(r, info.arch)
+    if accepted and not dry_run:
+        write_calibration(path, cal.meta(info, versions(info)), accepted)
+        console.print(f"wrote {path} ({', '.join(accepted)})")
+    refused = sorted({c.exercise for c in results if c.refused})
+    if refused:
+        console.print(f"[red]not written: {', '.join(refused)}[/] (fix the cause and re-run on a quiet GPU)")
+    sys.exit(EXIT_OK if not refused else EXIT_BELOW)
+
+
+@main.command("publish")
+@click.argument("out", type=click.Path(file_okay=False))
+@click.option("--exercises", "names", default="", help="Comma-separated subset (default: all).")
+@click.option("--install-check/--no-install-check", default=True, show_default=True,
+              help="Install the bundle in a fresh virtual environment and run grade there.")
+@click.option("--force", is_flag=True, help="Replace OUT if it exists.")
+@root_option
+def publish_cmd(out: str, names: str, install_check: bool, force: bool, root: str | None) -> None:
+    """Write the student bundle to OUT (grader, exercises without hidden checks, stubs as
+    student_template/, calibration, a student README; nothing from solutions/) and check it:
+    no solution line leaked, no hidden setting left, and it installs and runs. Exits 1 on a problem."""
+    from grader.publish import publish
+
+    r = _root(root)
+    exs = _exercises(r, [names] if names else [])
+    try:
+        rep = publish(r, Path(out), exs, install_check, force)
+    except FileExistsError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"wrote {rep.files} files for {', '.join(rep.exercises)} to {rep.out}")
+    click.echo(f"install check: {rep.install}")
+    for p in rep.problems:
+        click.echo(f"problem: {p}")
+    click.echo("bundle checks passed" if not rep.problems else f"{len(rep.problems)} problem(s)")
+    sys.exit(EXIT_OK if not rep.problems else EXIT_BELOW)
+
+
+@main.command("new")
+@click.argument("name")
+@click.option("--from", "source", default=None, help="Start from a copy of this exercise.")
+@root_option
+def new_cmd(name: str, source: str | None, root: str | None) -> None:
+    """Scaffold exercises/NAME, its stub and its solution (NAME like ex17_my_kernel)."""
+    from grader.scaffold import create
+
+    r = _root(root)
+    src = _exercises(r, [source])[0] if source else None
+    try:
+        written = create(r, name, src)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    for p in written:
+        click.echo(f"created {p.relative_to(r)}")
+    click.echo(f"next: replace the TODOs, then `grade check {name}`")
+
+
+@main.command("batch", epilog=EXIT_CODES_HELP)
+@click.argument("submissions", type=click.Path(file_okay=False))
+@click.option("--exercises", "names", default="", help="Comma-separated exercises (default: all).")
+@click.option("--gpus", default="0", show_default=True, help="Comma-separated GPU indices: one worker each.")
+@click.option("--out", "out", type=click.Path(file_okay=False), default="batch-results", show_default=True,
+              help="Results folder (re-run the same command to resume).")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
+              help="Format of each student's own report file.")
+@click.option("--mode", type=click.Choice(["quick", "grading"]), default="grading", show_default=True)
+@click.option("--fail-under", type=float, default=None, help="Exit 1 when any score is below this.")
+@root_option
+@click.option("--backend", type=click.Choice(["auto", "cuda", "host"]), default="auto", hidden=True)
+def batch_cmd(submissions: str, names: str, gpus: str, out: str, fmt: str, mode: str, fail_under: float | None,
+              root: str | None, backend: str) -> None:
+    """Grade SUBMISSIONS/<student>/<exercise>/ for every student and exercise: one worker per GPU,
+    reference timings measured once and shared, resumable, summary.csv and summary.json in --out."""
+    from rich.progress import Progress
+    from grader import batch as gb
+
+    r = _root(root)
+    exs = _exercises(r, [names] if names else [])
+    try:
+        jobs = gb.discover(Path(submissions), exs)
+    except FileNotFoundError as exc:
+        raise click.UsageError(str(exc)) from None
+    out_dir = Path(out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    extra = ["--mode", mode] + (["--backend", backend] if backend != "auto" else [])
+    gpu_list: list[str | None] = [g.strip() for g in gpus.split(",") if g.strip()] or [None]
+    reference_times = None
+    if backend != "host":
+        info = _detect_gpu()
+        if info is None:
+            from grader.device import unavailable_reason
+            raise click.ClickException(f"{unavailable_reason()}: batch grading runs kernels on a GPU")
+        reference_times = _shared_reference_times(r, exs, out_dir, info)
+    console = Console()
+    with Progress(console=console) as bar:
+        task = bar.add_task("grading", total=len(jobs))
+        rows = gb.run_batch(jobs, out_dir, r, gpu_list if backend != "host" else [None], fmt, reference_times,
+                            extra, on_done=lambda j, d: bar.update(task, advance=1,
+                                                                   description=f"{j.student}/{j.exercise.name}"))
+    from rich.table import Table
+    t = Table(show_edge=False)
+    for col in ("student", "exercise", "status", "score", "correct", "speed", "flags", "reused"):
+        t.add_column(col)
+    for row in rows:
+        t.add_row(row.student, row.exercise, row.status, f"{row.score:g}", "yes" if row.correct else "no",
+                  f"{row.speed:.2f}" if row.speed else "-", str(row.flags), "yes" if row.reused else "")
+    console.print(t)
+    console.print(f"{len(rows)} results in {out_dir} (summary.csv, summary.json)")
+    if any(row.status == "error" for row in rows):
+        sys.exit(EXIT_ERROR)
+    if fail_under is not None and any(row.score < fail_under for row in rows):
+        sys.exit(EXIT_BELOW)
+    sys.exit(EXIT_OK)
+
+
+def _shared_reference_times(root: Path, exs, out_dir: Path, info) -> Path | None:  # type: ignore[no-untyped-def]
+    """Time each exercise's reference once for the whole batch (reused when resuming)."""
+    from grader import calibrate as cal
+    from grader.calibration import calibration_path, write_calibration
+    from grader.grade import versions
+    from grader.spec import load_spec
+
+    path = out_dir / f"reference-times-{info.arch}.toml"
+    if path.is_file():
+        return path
+    with_solutions = [ex for ex in exs if (ex.solution / "solution.py").is_file()]
+    if not with_solutions:
+        fallback = calibration_path(root, info.arch)
+        return fallback if fallback.is_file() else None
+    grade_fn = _gpu_grader(root, info)
+    results = []
+    for ex in with_solutions:
+        spec = load_spec(ex.spec_path)
+        results += cal.calibrate_exercise(ex.name, lambda: grade_fn(spec, ex.solution, None, cal.POLICY))
+    entries = {c.exercise: {} for c in results}
+    for c in results:  # keep even noisy measurements here: they are shared by every student alike
+        if c.median_ms:
+            entries[c.exercise][c.shape] = {"median_ms": c.median_ms, "iqr_ms": c.iqr_ms or 0.0, "samples": c.samples}
+    write_calibration(path, cal.meta(info, versions(info)), entries)
+    return path
 
 
 if __name__ == "__main__":

@@ -175,6 +175,7 @@ class Spec:
     scalars: tuple[ScalarSpec, ...] = ()
     order: tuple[str, ...] = ()             # solve's argument order; empty: inputs, outputs, scalars
     types: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    declared_hidden: tuple[int, int] = (0, 0)  # hidden (cases, benchmarks) removed by `grade publish`
 
     @property
     def arg_order(self) -> tuple[str, ...]:
@@ -306,7 +307,11 @@ class _Parser:
             raise self.err("exercise", f"name {name!r} differs from its folder {self.path.parent.name!r}",
                            "make the name equal the folder name")
         title = self.get(ex, "exercise", "title", str)
-        self.only(ex, "exercise", ("name", "title", "points"))
+        self.only(ex, "exercise", ("name", "title", "points", "hidden"))
+        hid = self.table(ex.get("hidden"), "exercise.hidden", required=False)
+        self.only(hid, "exercise.hidden", ("cases", "benchmarks"))
+        declared_hidden = (self.get(hid, "exercise.hidden", "cases", int, 0),
+                           self.get(hid, "exercise.hidden", "benchmarks", int, 0))
         points = self.table(ex.get("points"), "exercise.points")
         self.only(points, "exercise.points", ("correctness", "performance"))
         p_corr = float(self.get(points, "exercise.points", "correctness", (int, float)))
@@ -350,7 +355,7 @@ class _Parser:
                     equal_nan=equal_nan, benchmarks=benchmarks, ceiling=ceiling, performance=performance,
                     compile_options=tuple(options), required=tuple(required), forbidden=tuple(forbidden),
                     points_correctness=p_corr, points_performance=p_perf, limits=limits, scalars=scalars,
-                    order=order, types=types)
+                    order=order, types=types, declared_hidden=declared_hidden)
 
     def str_list(self, data: dict, fld: str, key: str) -> list[str]:
         value = data.get(key, [])

@@ -1,0 +1,185 @@
+"""``grade batch SUBMISSIONS/``: grade every student's folder for each exercise.
+
+Layout::
+
+    SUBMISSIONS/
+      alice/
+        ex01_vector_add/   kernel.cu, solution.py     (or ex01/)
+        ex07_softmax/      kernel.cu, solution.py
+      bob/
+        ...
+
+Each (student, exercise) is graded by its own ``grade`` process (so a crash or hang of one never
+touches another), one at a time per GPU. The reference solutions are timed once per run and shared
+(``reference-times-<arch>.toml`` in the output folder, in the calibration format); without
+``solutions/`` the calibration file is used. Results go to ``OUT/<student>/<exercise>.json`` plus
+the student's report in the chosen format, then ``summary.csv`` and ``summary.json``. A result
+file is written atomically, so an interrupted run is resumed by running the same command again:
+finished results are not redone.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
+
+from grader.spec import Exercise
+
+EXTENSIONS = {"text": "txt", "json": "json", "gradescope": "gradescope.json", "junit": "junit.xml"}
+
+
+@dataclass(frozen=True)
+class Job:
+    student: str
+    exercise: Exercise
+    folder: Path
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the summary."""
+    student: str
+    exercise: str
+    status: str
+    score: float
+    max_score: float | None
+    correct: bool
+    correctness: float
+    performance: float
+    speed: float | None
+    flags: int
+    exit_code: int
+    reused: bool
+    report: str
+
+
+def discover(submissions: Path, exercises: list[Exercise]) -> list[Job]:
+    """Every (student, exercise) folder under ``submissions`` for the given exercises.
+
+    Raises:
+        FileNotFoundError: the folder does not exist.
+    """
+    if not submissions.is_dir():
+        raise FileNotFoundError(f"{submissions}: no such folder (expected SUBMISSIONS/<student>/<exercise>/)")
+    jobs = []
+    for student in sorted(p for p in submissions.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        for ex in exercises:
+            for candidate in (student / ex.name, student / ex.name[:4]):
+                if candidate.is_dir():
+                    jobs.append(Job(student.name, ex, candidate))
+                    break
+    return jobs
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_suffix(path.suffix + ".partial")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def finished(out: Path, job: Job) -> dict | None:
+    """The stored result of a job, or None when it has not finished."""
+    path = out / job.student / f"{job.exercise.name}.json"
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and "status" in data else None
+
+
+def run_job(job: Job, out: Path, root: Path, gpu: str | None, fmt: str, reference_times: Path | None,
+            extra: list[str]) -> dict:
+    """Grade one job in a ``grade`` subprocess; returns its JSON result (also written to disk)."""
+    folder = out / job.student
+    folder.mkdir(parents=True, exist_ok=True)
+    result_json = folder / f"{job.exercise.name}.json"
+    report = folder / f"{job.exercise.name}.{EXTENSIONS[fmt]}"
+    tmp_json = folder / f"{job.exercise.name}.json.partial"
+    cmd = [sys.executable, "-m", "grader.cli", job.exercise.name, "--root", str(root), "--submission",
+           str(job.folder.resolve()), "--format", fmt, "--output", str(report), "--json", str(tmp_json),
+           "--no-reference", *extra]
+    if reference_times is not None:
+        cmd += ["--reference-times", str(reference_times)]
+    env = dict(os.environ)
+    if gpu is not None:
+        env["CUDA_VISIBLE_DEVICES"] = gpu
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    try:
+        data = json.loads(tmp_json.read_text())
+    except (OSError, ValueError):
+        message = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+        data = {"schema_version": 1, "exercise": job.exercise.name, "submission": str(job.folder), "status": "error",
+                "reason": f"grade exited {proc.returncode}: {message[0]}", "reason_kind": "grader_error",
+                "exit_code": proc.returncode, "correct": False, "cases": [], "benchmarks": [], "flags": [],
+                "score": {"total": 0.0, "max": None, "correctness": 0.0, "performance": 0.0, "note": message[0]}}
+    data["exit_code"] = proc.returncode
+    _atomic_write(result_json, json.dumps(data, indent=2))
+    tmp_json.unlink(missing_ok=True)
+    return data
+
+
+def row(job: Job, data: dict, reused: bool, out: Path, fmt: str) -> Row:
+    sc = data.get("score", {})
+    return Row(job.student, job.exercise.name, data.get("status", "error"), float(sc.get("total") or 0.0),
+               sc.get("max"), bool(data.get("correct")), float(sc.get("correctness") or 0.0),
+               float(sc.get("performance") or 0.0), sc.get("aggregate"), len(data.get("flags", [])),
+               int(data.get("exit_code", 4)), reused,
+               str((out / job.student / f"{job.exercise.name}.{EXTENSIONS[fmt]}").relative_to(out)))
+
+
+def run_batch(jobs: list[Job], out: Path, root: Path, gpus: list[str | None], fmt: str,
+              reference_times: Path | None, extra: list[str],
+              on_done: Callable[[Job, dict], None] = lambda j, d: None) -> list[Row]:
+    """Grade every unfinished job (one thread per GPU) and write the summaries."""
+    out.mkdir(parents=True, exist_ok=True)
+    rows: dict[tuple[str, str], Row] = {}
+    todo: queue.Queue[Job] = queue.Queue()
+    for job in jobs:
+        done = finished(out, job)
+        if done is not None:
+            rows[(job.student, job.exercise.name)] = row(job, done, True, out, fmt)
+            on_done(job, done)
+        else:
+            todo.put(job)
+    lock = threading.Lock()
+
+    def work(gpu: str | None) -> None:
+        while True:
+            try:
+                job = todo.get_nowait()
+            except queue.Empty:
+                return
+            data = run_job(job, out, root, gpu, fmt, reference_times, extra)
+            with lock:
+                rows[(job.student, job.exercise.name)] = row(job, data, False, out, fmt)
+                on_done(job, data)
+
+    threads = [threading.Thread(target=work, args=(g,), daemon=True) for g in gpus]
+    for t in threads:
+        t.start()
+    for t in threads:
+        while t.is_alive():
+            t.join(0.2)
+    ordered = [rows[(j.student, j.exercise.name)] for j in jobs if (j.student, j.exercise.name) in rows]
+    write_summaries(out, ordered)
+    return ordered
+
+
+def write_summaries(out: Path, rows: list[Row]) -> None:
+    fields = list(Row.__dataclass_fields__)
+    with open(out / "summary.csv.partial", "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=fields)
+        w.writeheader()
+        for r in rows:
+            w.writerow(asdict(r))
+    os.replace(out / "summary.csv.partial", out / "summary.csv")
+    _atomic_write(out / "summary.json", json.dumps({"generated": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                                                    "rows": [asdict(r) for r in rows]}, indent=2))

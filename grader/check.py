@@ -1,0 +1,96 @@
+"""``grade check``: is every exercise ready to hand out?
+
+Per exercise: the files exist; the spec is valid and its points add up; TODOs left by
+``grade new`` (reported, not failures); the solution and the stub pass the static checks (nvcc,
+``solve``'s signature, required/forbidden features); the negative controls (grader.controls) fail
+and the oracle passes; and, on a GPU, the reference solution gets full marks and the stub compiles
+and scores zero without a crash. What cannot run here is listed as skipped.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from grader.spec import Exercise, Spec, SpecError, load_spec
+
+TODO = re.compile(r"\bTODO\b")
+
+
+@dataclass(frozen=True)
+class CheckRow:
+    """One line of the table: ``status`` is ok, fail, skip or todo."""
+    exercise: str
+    item: str
+    status: str
+    detail: str = ""
+
+
+def _todos(ex: Exercise) -> list[str]:
+    found = []
+    for path in (ex.spec_path, ex.directory / "README.md", ex.directory / "reference.py",
+                 ex.solution / "kernel.cu", ex.solution / "solution.py"):
+        if path.is_file():
+            for i, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+                if TODO.search(line):
+                    found.append(f"{path.parent.name}/{path.name}:{i}")
+    return found
+
+
+def check_exercise(ex: Exercise, gpu: bool, controls: bool = True,
+                   grade_fn: Callable[[Spec, Path, Path | None], object] | None = None) -> list[CheckRow]:
+    """Every check for one exercise. ``grade_fn(spec, folder, reference)`` grades on the GPU
+    (given only when ``gpu``)."""
+    from grader.static import static_report
+
+    rows: list[CheckRow] = []
+
+    def add(item: str, ok: bool, detail: str = "") -> None:
+        rows.append(CheckRow(ex.name, item, "ok" if ok else "fail", detail))
+
+    needed = [ex.spec_path, ex.directory / "README.md", ex.directory / "reference.py",
+              ex.solution / "kernel.cu", ex.solution / "solution.py",
+              ex.template / "kernel.cu", ex.template / "solution.py"]
+    missing = [str(p) for p in needed if not p.is_file()]
+    add("files", not missing, "missing: " + ", ".join(missing) if missing else "spec, README, oracle, solution, stub")
+    try:
+        spec = load_spec(ex.spec_path)
+    except SpecError as exc:
+        add("spec", False, str(exc))
+        return rows
+    add("spec", True, f"{len(spec.edge_cases)} edge cases, {len(spec.benchmarks)} benchmark shapes")
+    add("points", spec.total_points > 0,
+        f"correctness {spec.points_correctness:g} + performance {spec.points_performance:g} = {spec.total_points:g}")
+    todos = _todos(ex)
+    if todos:
+        rows.append(CheckRow(ex.name, "TODOs", "todo", f"{len(todos)} left: " + ", ".join(todos[:6])))
+    for label, folder in (("solution", ex.solution), ("stub", ex.template)):
+        if not folder.is_dir():
+            continue
+        rep = static_report(spec, folder, "sm_90")
+        add(f"{label}: static", rep.ok, "; ".join(rep.problems) or
+            (f"{len(rep.kernels)} kernels compiled for sm_90" if rep.kernels else "; ".join(rep.skipped[:1])))
+    if controls:
+        from grader.controls import run_controls
+        for c in run_controls(spec):
+            if c.passed is None:
+                rows.append(CheckRow(ex.name, f"control {c.name}", "skip", c.diagnosis))
+            else:
+                verdict = "passes" if c.passed else "fails"
+                add(f"control {c.name}", c.ok, f"{verdict} (expected to {'pass' if c.expected_pass else 'fail'}): "
+                    f"{c.diagnosis[:160]}")
+    if not gpu or grade_fn is None:
+        rows.append(CheckRow(ex.name, "GPU: solution full marks, stub zero", "skip", "no GPU here"))
+        return rows
+    if (ex.solution / "solution.py").is_file():
+        r = grade_fn(spec, ex.solution, ex.solution)
+        full = r.status == "graded" and r.score.total == r.score.maximum  # type: ignore[attr-defined]
+        add("GPU: solution full marks", full, f"{r.score.total:g}/{r.score.maximum:g} "  # type: ignore[attr-defined]
+            f"{r.reason or r.score.note}")  # type: ignore[attr-defined]
+    if (ex.template / "solution.py").is_file():
+        r = grade_fn(spec, ex.template, None)
+        clean = r.status == "graded" and r.score.total == 0 and r.worker_restarts == 0  # type: ignore[attr-defined]
+        first = r.smallest_failure.message[:100] if r.smallest_failure else r.reason  # type: ignore[attr-defined]
+        add("GPU: stub scores zero cleanly", clean, f"{r.score.total:g} points; {first}")  # type: ignore[attr-defined]
+    return rows

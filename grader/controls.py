@@ -1,0 +1,141 @@
+"""Negative controls, generated for any exercise from its oracle, and graded on the host backend.
+
+A control is a fake submission whose ``solve`` runs the exercise's ``reference.py`` with numpy and
+then spoils the result in one known way. The grader must pass the untouched oracle and fail every
+spoiled one: this proves that the spec's cases, tolerance and checks can tell right from wrong,
+without a GPU. ``grade check`` runs them for every exercise, so a new exercise has them for free.
+"""
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from grader.cases import PROFILES
+from grader.spec import EdgeCase, Spec, elements
+
+CONTROLS = {
+    "oracle": "the float64 oracle itself, cast to the output dtype (must pass)",
+    "all_zero": "every output element 0",
+    "perturbed": "three elements (first, middle, last) off by half their value plus one",
+    "partial": "only the first half of each output written",
+    "off_by_one": "the last element of each output not written",
+    "low_precision": "inputs rounded to float16 before the oracle runs",
+}
+MAX_CONTROL_ELEMENTS = 2**20   # edge cases larger than this are skipped (host memory and time)
+
+_TEMPLATE = '''"""Negative control {name!r}: {description}."""
+import importlib.util
+
+import numpy as np
+
+_spec = importlib.util.spec_from_file_location("oracle", {oracle!r})
+_oracle = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_oracle)
+ORDER, PURE, OUTPUTS, SCALARS, CONTROL = {order!r}, {pure!r}, {outputs!r}, {scalars!r}, {name!r}
+
+
+def _inputs(named):
+    out = []
+    for n in ORDER:
+        if n in PURE:
+            continue
+        v = named[n]
+        if n in SCALARS:
+            v = v.item()
+            if CONTROL == "low_precision" and isinstance(v, float):
+                v = float(np.float16(v))
+        else:
+            v = np.array(v, copy=True)
+            if CONTROL == "low_precision" and v.dtype.kind == "f":
+                v = v.astype(np.float16).astype(v.dtype)
+        out.append(v)
+    return out
+
+
+def solve(*args):
+    named = dict(zip(ORDER, args))
+    result = _oracle.reference(np, *_inputs(named))
+    result = list(result) if isinstance(result, (tuple, list)) else [result]
+    for name, value in zip(OUTPUTS, result):
+        arr = named[name]
+        value = np.asarray(value, dtype=np.float64 if arr.dtype.kind == "f" else np.int64).reshape(arr.shape)
+        flat_out, flat = arr.reshape(-1), value.reshape(-1).copy()
+        if CONTROL == "all_zero":
+            flat[:] = 0
+        elif CONTROL == "perturbed":
+            for i in {{0, flat.size // 2, flat.size - 1}}:
+                flat[i] = flat[i] + np.abs(flat[i]) // 2 + 1 if arr.dtype.kind != "f" else flat[i] * 1.5 + 1.0
+        if CONTROL == "partial":
+            flat_out[: flat.size // 2] = flat[: flat.size // 2].astype(arr.dtype)
+        elif CONTROL == "off_by_one":
+            flat_out[: flat.size - 1] = flat[: flat.size - 1].astype(arr.dtype)
+        else:
+            flat_out[:] = flat.astype(arr.dtype)
+'''
+
+
+@dataclass(frozen=True)
+class ControlResult:
+    """How one control fared: ``expected_pass`` for the oracle; ``passed`` is the grade's verdict;
+    ``diagnosis`` the first failure's message (or the reason a control does not apply)."""
+    name: str
+    expected_pass: bool
+    passed: bool | None
+    diagnosis: str
+    graded: bool = True
+
+    @property
+    def ok(self) -> bool:
+        """Not applicable, or graded with the expected verdict."""
+        return self.passed is None or (self.graded and self.passed == self.expected_pass)
+
+
+def applicable(spec: Spec, control: str) -> str | None:
+    """None when the control applies to the exercise, else why not."""
+    if control == "low_precision" and not any(dt.startswith("float") and dt != "float16"
+                                              for t in spec.inputs for dt in spec.dtypes_of(t)):
+        return "no float32/float64 inputs to round"
+    return None
+
+
+def control_spec(spec: Spec) -> Spec:
+    """The spec with edge cases small enough for numpy on the host."""
+    def small(e: EdgeCase) -> bool:
+        return elements(spec, e.as_dict()) <= MAX_CONTROL_ELEMENTS
+    return replace(spec, edge_cases=tuple(e for e in spec.edge_cases if small(e)))
+
+
+def write_control(spec: Spec, name: str, folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "kernel.cu").write_text("// negative control: no kernel\n")
+    (folder / "solution.py").write_text(_TEMPLATE.format(
+        name=name, description=CONTROLS[name], oracle=str((spec.directory / "reference.py").resolve()),
+        order=list(spec.arg_order), pure=[t.name for t in spec.outputs if not t.inplace],
+        outputs=[t.name for t in spec.outputs], scalars=[s.name for s in spec.scalars]))
+    return folder
+
+
+def run_controls(spec: Spec, examples: int = 12, seed: int = 0) -> list[ControlResult]:
+    """Grade every control on the host backend (correctness only)."""
+    from grader.calibration import Calibration
+    from grader.grade import GradeOptions, grade
+    from grader.sandbox.buffers import HostBackend
+
+    small = control_spec(spec)
+    profile = replace(PROFILES["quick"], examples=examples, max_elements=2**16)
+    results = []
+    with tempfile.TemporaryDirectory(prefix="grade-controls-") as tmp:
+        for name in CONTROLS:
+            why_not = applicable(spec, name)
+            if why_not:
+                results.append(ControlResult(name, False, None, f"not applicable: {why_not}"))
+                continue
+            folder = write_control(spec, name, Path(tmp) / name)
+            r = grade(small, folder, GradeOptions(profile=profile, seed=seed, backend="host", benchmark=False),
+                      HostBackend(), None, None, Calibration(None, {}, {}))
+            f = r.smallest_failure
+            diagnosis = r.reason if r.status != "graded" else (f"{f.description}: {f.message}" if f else "all cases passed")
+            results.append(ControlResult(name, name == "oracle", r.correct, diagnosis, r.status == "graded"))
+    return results
+

@@ -1,0 +1,72 @@
+"""Gradescope's autograder ``results.json`` (https://gradescope-autograders.readthedocs.io,
+"Autograder Specifications": top-level score, execution_time, output, tests[], leaderboard[]).
+
+Each correctness group and each benchmark shape is one test; the leaderboard carries the speed
+ratio (geometric mean over shapes, higher is better) and the total score.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from grader.grade import GradeResult
+
+
+def _status(ok: bool) -> str:
+    return "passed" if ok else "failed"
+
+
+def to_dict(r: GradeResult) -> dict[str, Any]:
+    """results.json for one graded submission."""
+    sc = r.score
+    tests: list[dict[str, Any]] = []
+    if r.status != "graded":
+        tests.append({"name": f"{r.exercise}: submission", "score": 0.0, "max_score": sc.maximum,
+                      "status": "failed", "output": r.reason, "visibility": "visible"})
+    else:
+        passed = sum(c.passed for c in r.cases)
+        lines = [f"{passed} of {len(r.cases)} cases passed"]
+        if r.smallest_failure is not None:
+            f = r.smallest_failure
+            lines += [f"smallest failing case: {f.description}", f.message, *f.details[:2]]
+            if r.repro:
+                lines.append(f"reproduce: {r.repro}")
+        tests.append({"name": f"{r.exercise}: correctness", "score": sc.correctness, "max_score": sc.correctness_max,
+                      "status": _status(r.correct), "output": "\n".join(lines), "visibility": "visible"})
+        per_shape = {s.name: s for s in sc.shapes}
+        share = sc.performance_max / max(len(r.benchmarks), 1)
+        for b in r.benchmarks:
+            s = per_shape.get(b.name)
+            st = b.submission.stats
+            text = (f"median {st.median_ms:.4f} ms (IQR {st.iqr_ms:.4f}), {b.gbps or 0:,.0f} GB/s"
+                    if st else (b.submission.failure or "not timed"))
+            if b.ratio:
+                text += f", {b.ratio:.2f}x the reference"
+            tests.append({"name": f"{r.exercise}: performance {b.name}",
+                          "score": round(sc.performance / max(len(r.benchmarks), 1), 2), "max_score": round(share, 2),
+                          "status": _status(b.submission.failure is None and s is not None),
+                          "output": text, "visibility": "visible"})
+        if not r.benchmarks:
+            tests.append({"name": f"{r.exercise}: performance", "score": sc.performance,
+                          "max_score": sc.performance_max, "status": _status(sc.performance > 0),
+                          "output": sc.note, "visibility": "visible"})
+    output = f"{r.exercise}: {sc.total:g} / {sc.maximum:g}. " + (sc.note or "")
+    if r.flags:
+        output += " Flagged for review: " + "; ".join(r.flags)
+    return {
+        "score": sc.total,
+        "execution_time": round(r.seconds, 2),
+        "output": output.strip(),
+        "tests": tests,
+        "leaderboard": [
+            {"name": "speed vs reference", "value": round(sc.aggregate, 4) if sc.aggregate else 0},
+            {"name": "score", "value": sc.total},
+        ],
+    }
+
+
+def error_dict(exercise: str, message: str) -> dict[str, Any]:
+    """results.json when grading could not run (no GPU, grader error, time limit)."""
+    return {"score": 0.0, "execution_time": 0, "output": f"{exercise}: not graded: {message}",
+            "tests": [{"name": f"{exercise}: grading", "score": 0.0, "max_score": 0.0, "status": "failed",
+                       "output": message, "visibility": "visible"}],
+            "leaderboard": [{"name": "speed vs reference", "value": 0}, {"name": "score", "value": 0.0}]}

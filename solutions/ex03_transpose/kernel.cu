@@ -1,0 +1,119 @@
+// ex03_transpose -- reference solution: y = x.T for a row-major float32 (rows, cols) matrix;
+// y is row-major (cols, rows).
+//
+// Design: no arithmetic at all, 8 bytes of compulsory DRAM traffic per element (read x once,
+// write y once), so the bound targeted is the copy bandwidth. The whole difficulty is that
+// x is read along rows and y is written along columns of x:
+//   * Tiles: a block moves one TILE x TILE tile (TILE = 64 by default): 8 warps read the tile's
+//     rows from x (each warp instruction reads 32 consecutive floats = one 128-byte line), keep
+//     it in shared memory, and after __syncthreads() write the tile's columns as rows of y
+//     (again 32 consecutive floats per warp instruction). Every global access is coalesced; the
+//     reordering happens in shared memory.
+//   * Bank conflicts: the tile is stored as tile[TILE][TILE + 1]. Writing a tile row, lane l
+//     touches word (r, l + 32j): banks l + const, conflict-free. Reading a tile column, lane l
+//     touches word (l + 32j, c) at offset (l + 32j) * (TILE + 1) + c, whose bank is
+//     (l + c + const) mod 32 because TILE + 1 = 1 (mod 32): conflict-free as well. Without the
+//     padding every lane of the column read would hit the same bank (32-way conflict).
+//   * Bytes in flight: each thread issues all TILE*TILE/256 = 16 loads of its part of the tile
+//     before storing any of them to shared memory, so a block has a whole 16 KB tile of loads
+//     outstanding; ~6 resident blocks per SM keep ~100 KB per SM in flight, enough to cover
+//     the DRAM latency at full bandwidth. Stores are fire-and-forget.
+//   * Any shape: tiles on the bottom/right edges are partial; every access is bounds-checked
+//     (a predicate per element, the same code for full and partial tiles). The grid is 1-D
+//     (one block per tile, tile index -> (tile row, tile column)), so more than 65535 tile rows
+//     are fine; the loop over tiles is grid-stride, so any grid size is correct.
+//   * Tile order: `group` tile columns form a group; tiles are numbered row by row inside a
+//     group (group = number of tile columns: plain row-major order, the default). Grouping
+//     keeps the set of x rows and y rows that concurrent blocks touch small (a knob to tune).
+//   * rows == 1 or cols == 1: x and y have the same memory layout, so the transpose is a plain
+//     copy (transpose_copy: float4 grid-stride copy, both buffers are 256-byte aligned).
+//   * Indices: rows * cols <= 2^28, so element indices fit in 32 bits; row offsets are still
+//     computed in 64-bit (row * cols) to keep the kernel safe for larger inputs.
+
+#ifndef TR_THREADS
+#define TR_THREADS 256           // 8 warps; every kernel here is launched with this many threads
+#endif
+
+template <int TILE>
+__device__ __forceinline__ void transpose_tiles(const float* __restrict__ x, float* __restrict__ y, int rows,
+                                                int cols, int tiles_r, int tiles_c, int group)
+{
+    constexpr int WARPS = TR_THREADS / 32;
+    constexpr int RPW = TILE / WARPS;    // tile rows per warp
+    constexpr int CPL = TILE / 32;       // tile columns per lane
+    __shared__ float tile[TILE][TILE + 1];
+
+    const int lane = threadIdx.x & 31;
+    const int warp = threadIdx.x >> 5;
+    const long long ntiles = (long long)tiles_r * tiles_c;
+    const long long per_group = (long long)group * tiles_r;
+
+    for (long long t = blockIdx.x; t < ntiles; t += gridDim.x) {
+        // tile index -> (tr, tc): groups of `group` tile columns, row-major inside a group
+        const int g = (int)(t / per_group);
+        const int t_in = (int)(t - (long long)g * per_group);
+        const int gw = min(group, tiles_c - g * group);
+        const int tr = t_in / gw;
+        const int tc = g * group + (t_in - tr * gw);
+        const int r0 = tr * TILE, c0 = tc * TILE;
+
+        // Read the tile: row r0 + warp + WARPS*k, columns c0 + lane + 32*j. All loads first.
+        float v[RPW][CPL];
+#pragma unroll
+        for (int k = 0; k < RPW; ++k) {
+            const int r = r0 + warp + WARPS * k;
+            const float* xr = x + (long long)r * cols + c0 + lane;
+#pragma unroll
+            for (int j = 0; j < CPL; ++j) {
+                const bool in = r < rows && c0 + lane + 32 * j < cols;
+                v[k][j] = in ? __ldg(xr + 32 * j) : 0.f;
+            }
+        }
+#pragma unroll
+        for (int k = 0; k < RPW; ++k)
+#pragma unroll
+            for (int j = 0; j < CPL; ++j) tile[warp + WARPS * k][lane + 32 * j] = v[k][j];
+        __syncthreads();
+
+        // Write the tile transposed: y row c0 + warp + WARPS*k (a column of x), y columns
+        // r0 + lane + 32*j (rows of x).
+#pragma unroll
+        for (int k = 0; k < RPW; ++k) {
+            const int c = c0 + warp + WARPS * k;
+            float* yr = y + (long long)c * rows + r0 + lane;
+#pragma unroll
+            for (int j = 0; j < CPL; ++j) {
+                if (c < cols && r0 + lane + 32 * j < rows) yr[32 * j] = tile[lane + 32 * j][warp + WARPS * k];
+            }
+        }
+        __syncthreads();   // the next tile overwrites `tile`
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(TR_THREADS)
+transpose_t64(const float* __restrict__ x, float* __restrict__ y, int rows, int cols, int tiles_r, int tiles_c,
+              int group)
+{
+    transpose_tiles<64>(x, y, rows, cols, tiles_r, tiles_c, group);
+}
+
+extern "C" __global__ void __launch_bounds__(TR_THREADS)
+transpose_t32(const float* __restrict__ x, float* __restrict__ y, int rows, int cols, int tiles_r, int tiles_c,
+              int group)
+{
+    transpose_tiles<32>(x, y, rows, cols, tiles_r, tiles_c, group);
+}
+
+// rows == 1 or cols == 1: y has the same layout as x. n elements, both pointers 16-byte aligned
+// (checked by the launcher; it passes vec = 0 otherwise and every element is copied singly).
+extern "C" __global__ void __launch_bounds__(TR_THREADS)
+transpose_copy(const float* __restrict__ x, float* __restrict__ y, long long n, int vec)
+{
+    const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    const long long n4 = vec ? (n >> 2) : 0;
+    const float4* __restrict__ x4 = reinterpret_cast<const float4*>(x);
+    float4* __restrict__ y4 = reinterpret_cast<float4*>(y);
+    for (long long i = tid; i < n4; i += stride) y4[i] = __ldg(x4 + i);
+    for (long long i = (n4 << 2) + tid; i < n; i += stride) y[i] = __ldg(x + i);
+}

@@ -1,0 +1,41 @@
+"""ex03_transpose -- reference solution: y = x.T for float32 (rows, cols) -> (cols, rows).
+
+See kernel.cu for the design. Knobs (module constants, for benchmarks/bench_references.py
+--tune): _TILE (64 or 32) and _GROUP (tile columns per group of the tile order; 0 = plain
+row-major order).
+"""
+import numpy as np
+
+from grader.kernel import load
+
+_module = load("kernel.cu")
+_kernels = {64: _module.get_function("transpose_t64"), 32: _module.get_function("transpose_t32")}
+_copy = _module.get_function("transpose_copy")
+
+_THREADS = 256          # = TR_THREADS in kernel.cu
+_TILE = 64
+_GROUP = 0
+_MAX_BLOCKS = 2**31 - 1
+
+
+def _cdiv(a, b):
+    return -(-a // b)
+
+
+def solve(x, y):
+    rows, cols = x.shape
+    if rows == 0 or cols == 0:
+        return
+    if rows == 1 or cols == 1:
+        # Same memory layout: a copy. One float4 per thread.
+        n = rows * cols
+        vec = int(x.data.ptr % 16 == 0 and y.data.ptr % 16 == 0)
+        blocks = max(1, min(_cdiv(max(n // 4, 1), _THREADS), _MAX_BLOCKS))
+        _copy((blocks,), (_THREADS,), (x, y, np.int64(n), np.int32(vec)))
+        return
+    tile = _TILE
+    tiles_r, tiles_c = _cdiv(rows, tile), _cdiv(cols, tile)
+    group = tiles_c if _GROUP <= 0 else min(_GROUP, tiles_c)
+    blocks = min(tiles_r * tiles_c, _MAX_BLOCKS)   # one block per tile
+    _kernels[tile]((blocks,), (_THREADS,), (x, y, np.int32(rows), np.int32(cols), np.int32(tiles_r),
+                                            np.int32(tiles_c), np.int32(group)))

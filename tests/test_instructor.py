@@ -1,0 +1,247 @@
+"""Instructor and CI commands through click's runner: check, calibrate's refusal, publish, new,
+batch (resume), and the gradescope/junit writers. All on the CPU (host backend, no GPU)."""
+from __future__ import annotations
+
+import json
+import shutil
+import tomllib
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from grader import calibrate, cli
+from grader.device import ClockState
+from grader.timing import summarize
+from tests.conftest import FIXTURES, ROOT
+
+COURSE = FIXTURES / "course"
+
+
+@pytest.fixture
+def runner(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "300")
+    return CliRunner()
+
+
+@pytest.fixture
+def course(tmp_path):
+    dest = tmp_path / "course"
+    shutil.copytree(COURSE, dest, ignore=shutil.ignore_patterns("__pycache__"))
+    return dest
+
+
+# -- check -----------------------------------------------------------------------------------------
+def test_check_passes_on_the_fixture_course_and_lists_what_it_skipped(runner, course):
+    out = runner.invoke(cli.main, ["check", "--root", str(course)])
+    assert out.exit_code == 0, out.output
+    for item in ("files", "spec", "points", "control oracle", "control all_zero", "control partial",
+                 "control off_by_one", "control perturbed", "control low_precision"):
+        assert item in out.output
+    assert "GPU: solution full marks, stub zero" in out.output and "no GPU here" in out.output
+    assert "all checks passed" in out.output
+
+
+def test_check_fails_on_a_broken_stub_and_a_bad_spec(runner, course):
+    (course / "student_template" / "ex90_add" / "solution.py").write_text("def solve(a):\n    pass\n")
+    out = runner.invoke(cli.main, ["check", "ex90", "--root", str(course)])
+    assert out.exit_code == cli.EXIT_BELOW
+    assert "solve takes 1 positional arguments; the exercise passes 3" in out.output
+    spec = course / "exercises" / "ex91_axpy" / "spec.toml"
+    spec.write_text(spec.read_text().replace('kind = "constant"', 'kind = "constantly"'))
+    out = runner.invoke(cli.main, ["check", "ex91", "--root", str(course)])
+    assert out.exit_code == cli.EXIT_BELOW and "kind 'constantly' is unknown" in out.output
+
+
+def test_check_catches_an_oracle_that_cannot_tell_right_from_wrong(runner, course):
+    """If the spec's tolerance accepts anything, the spoiled controls pass: the check says so."""
+    spec = course / "exercises" / "ex90_add" / "spec.toml"
+    spec.write_text(spec.read_text().replace("rtol = 1e-6\natol = 0", "rtol = 1e9\natol = 1e9"))
+    out = runner.invoke(cli.main, ["check", "ex90", "--root", str(course)])
+    assert out.exit_code == cli.EXIT_BELOW
+    assert "passes (expected to fail)" in out.output
+
+
+# -- new -------------------------------------------------------------------------------------------
+def test_new_scaffolds_an_exercise_that_check_accepts_with_todos(runner, course):
+    out = runner.invoke(cli.main, ["new", "ex17_copy", "--root", str(course)])
+    assert out.exit_code == 0, out.output
+    assert (course / "exercises" / "ex17_copy" / "spec.toml").is_file()
+    out = runner.invoke(cli.main, ["check", "ex17", "--root", str(course)])
+    assert out.exit_code == 0, out.output
+    assert "TODOs" in out.output and "todo" in out.output
+
+
+def test_new_from_an_existing_exercise_renames_it(runner, course):
+    out = runner.invoke(cli.main, ["new", "ex18_axpy", "--from", "ex91", "--root", str(course)])
+    assert out.exit_code == 0, out.output
+    text = (course / "exercises" / "ex18_axpy" / "spec.toml").read_text()
+    assert 'name = "ex18_axpy"' in text and text.startswith("# TODO")
+    assert (course / "solutions" / "ex18_axpy" / "solution.py").is_file()
+
+
+@pytest.mark.parametrize("name, words", [("17_bad", "looks like ex17_my_kernel"), ("ex90_again", "already uses")])
+def test_new_rejects_bad_names(runner, course, name, words):
+    out = runner.invoke(cli.main, ["new", name, "--root", str(course)])
+    assert out.exit_code == 2 and words in out.output
+
+
+# -- publish ---------------------------------------------------------------------------------------
+def test_publish_writes_a_bundle_without_solutions_or_hidden_checks(runner, course, tmp_path):
+    out_dir = tmp_path / "bundle"
+    out = runner.invoke(cli.main, ["publish", str(out_dir), "--root", str(course), "--no-install-check"])
+    assert out.exit_code == 0, out.output
+    assert not (out_dir / "solutions").exists() and not (out_dir / "tests").exists()
+    assert (out_dir / "student_template" / "ex90_add" / "solution.py").is_file()
+    assert "python3 -m pip install -e ." in (out_dir / "README.md").read_text()
+    raw = tomllib.loads((out_dir / "exercises" / "ex90_add" / "spec.toml").read_text())
+    assert not any(c.get("hidden") for c in raw["edge_cases"])
+    assert raw["exercise"]["hidden"] == {"cases": 1, "benchmarks": 0}
+    # the student's run says how many hidden checks exist
+    res = runner.invoke(cli.main, ["90", "--root", str(out_dir), "--backend", "host", "--no-timing"])
+    assert "1 hidden edge case(s)" in res.output
+
+
+def test_publish_catches_a_planted_solution_line(runner, course, tmp_path):
+    sol_line = "    c[...] = a + b"
+    assert sol_line in (course / "solutions" / "ex90_add" / "solution.py").read_text()
+    readme = course / "exercises" / "ex90_add" / "README.md"
+    readme.write_text(readme.read_text() + "\nHint:\n" + sol_line + "\n")
+    out = runner.invoke(cli.main, ["publish", str(tmp_path / "b"), "--root", str(course), "--no-install-check"])
+    assert out.exit_code == cli.EXIT_BELOW
+    assert "exercises/ex90_add/README.md:4: contains a line of the reference solution" in out.output
+
+
+def test_publish_a_subset_and_check_that_it_installs(runner, course, tmp_path):
+    out_dir = tmp_path / "subset"
+    out = runner.invoke(cli.main, ["publish", str(out_dir), "--root", str(course), "--exercises", "ex91"])
+    assert out.exit_code == 0, out.output
+    assert (out_dir / "exercises" / "ex91_axpy").is_dir() and not (out_dir / "exercises" / "ex90_add").exists()
+    assert "installed; `grade ex91` ran" in out.output
+
+
+def test_publish_refuses_a_non_empty_folder(runner, course, tmp_path):
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "x").write_text("x")
+    out = runner.invoke(cli.main, ["publish", str(tmp_path / "full"), "--root", str(course)])
+    assert out.exit_code == 1 and "exists and is not empty" in out.output
+
+
+# -- calibrate -------------------------------------------------------------------------------------
+def test_calibration_refuses_noisy_or_throttled_measurements():
+    quiet = summarize([1.0, 1.001, 0.999, 1.0005, 0.9995] * 8)
+    assert calibrate.verdict(quiet, ClockState(1980, 1980, 40, ())) is None
+    noisy = summarize([1.0, 1.5, 0.7, 1.3, 0.8, 1.2, 0.9, 1.4])
+    assert "too noisy" in calibrate.verdict(noisy, None)
+    wide = summarize([1.0] * 20 + [1.3] * 20)
+    assert "too noisy" in calibrate.verdict(wide, None)
+    assert "throttled (HwSlowdown)" in calibrate.verdict(quiet, ClockState(1500, 1980, 85, ("HwSlowdown",)))
+    assert "SM clock 1500 of 1980" in calibrate.verdict(quiet, ClockState(1500, 1980, 60, ()))
+    assert "outside the timed events" in calibrate.verdict(quiet, None, outside_events=True)
+
+
+def test_calibrate_writes_nothing_for_an_exercise_with_a_refused_shape():
+    ok = calibrate.ShapeCalibration("ex01", "a", 1.0, 0.01, 40, None)
+    bad = calibrate.ShapeCalibration("ex01", "b", 2.0, 0.9, 40, "too noisy")
+    other = calibrate.ShapeCalibration("ex04", "a", 3.0, 0.02, 40, None)
+    assert calibrate.entries([ok, bad, other]) == {"ex04": {"a": {"median_ms": 3.0, "iqr_ms": 0.02, "samples": 40}}}
+
+
+def test_calibrate_without_a_gpu_says_so(runner, monkeypatch):
+    from grader import device
+    monkeypatch.setattr(device, "unavailable_reason", lambda: "no CUDA GPU found")
+    out = runner.invoke(cli.main, ["calibrate", "--root", str(ROOT)])
+    assert out.exit_code == 1 and "no CUDA GPU found: calibration times kernels on a GPU" in out.output
+
+
+# -- formats ---------------------------------------------------------------------------------------
+GRADESCOPE_SCHEMA = {
+    "type": "object", "required": ["score", "execution_time", "output", "tests", "leaderboard"],
+    "properties": {
+        "score": {"type": "number"}, "execution_time": {"type": "number"}, "output": {"type": "string"},
+        "tests": {"type": "array", "minItems": 1, "items": {
+            "type": "object", "required": ["name", "score", "max_score", "status", "output", "visibility"],
+            "properties": {"status": {"enum": ["passed", "failed"]},
+                           "visibility": {"enum": ["hidden", "after_due_date", "after_published", "visible"]}}}},
+        "leaderboard": {"type": "array", "items": {"type": "object", "required": ["name", "value"]}},
+    },
+}
+
+
+@pytest.mark.parametrize("folder, correct", [("solutions", True), ("student_template", False)])
+def test_gradescope_results_match_the_format(runner, tmp_path, folder, correct):
+    jsonschema = pytest.importorskip("jsonschema")
+    path = tmp_path / "results.json"
+    out = runner.invoke(cli.main, ["90", "--root", str(COURSE), "--backend", "host", "--submission",
+                                   str(COURSE / folder / "ex90_add"), "--format", "gradescope", "-o", str(path),
+                                   "--no-reference"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(path.read_text())
+    jsonschema.validate(data, GRADESCOPE_SCHEMA)
+    assert data["tests"][0]["status"] == ("passed" if correct else "failed")
+    assert data["score"] == (30 if correct else 0)
+
+
+def test_junit_report_is_well_formed(runner, tmp_path):
+    path = tmp_path / "junit.xml"
+    out = runner.invoke(cli.main, ["90", "--root", str(COURSE), "--backend", "host", "--format", "junit",
+                                   "-o", str(path)])
+    assert out.exit_code == 0
+    suite = ET.parse(path).getroot().find("testsuite")
+    cases = suite.findall("testcase")
+    assert int(suite.get("tests")) == len(cases) > 0
+    assert int(suite.get("failures")) == sum(c.find("failure") is not None for c in cases) > 0
+    assert {p.get("name") for p in suite.find("properties")} >= {"score", "max_score", "status"}
+
+
+@pytest.mark.parametrize("fmt", ["json", "gradescope", "junit"])
+def test_a_result_file_is_written_when_the_time_limit_hits(runner, tmp_path, fmt):
+    sub = tmp_path / "slow"
+    sub.mkdir()
+    (sub / "kernel.cu").write_text("//\n")
+    (sub / "solution.py").write_text("import time\ndef solve(a, b, c):\n    time.sleep(1.0)\n    c[...] = a + b\n")
+    path = tmp_path / f"r.{fmt}"
+    out = runner.invoke(cli.main, ["90", "--root", str(COURSE), "--backend", "host", "--submission", str(sub),
+                                   "--format", fmt, "-o", str(path), "--time-limit", "2"])
+    assert out.exit_code == cli.EXIT_ERROR
+    text = path.read_text()
+    assert "time limit" in text
+    if fmt == "json":
+        data = json.loads(text)
+        assert data["reason_kind"] == "time_limit" and data["score"]["total"] == 0
+
+
+# -- batch -----------------------------------------------------------------------------------------
+def _submissions(tmp_path: Path) -> Path:
+    subs = tmp_path / "subs"
+    shutil.copytree(COURSE / "solutions" / "ex90_add", subs / "alice" / "ex90")
+    shutil.copytree(COURSE / "student_template" / "ex90_add", subs / "bob" / "ex90_add")
+    crash = subs / "carol" / "ex90"
+    crash.mkdir(parents=True)
+    (crash / "kernel.cu").write_text("//\n")
+    (crash / "solution.py").write_text("import os\ndef solve(a, b, c):\n    os._exit(1)\n")
+    (subs / "dave").mkdir()  # no submission for the exercise: no row
+    return subs
+
+
+def test_batch_grades_everyone_and_resumes_after_an_interruption(runner, tmp_path):
+    subs, res = _submissions(tmp_path), tmp_path / "res"
+    args = ["batch", str(subs), "--root", str(COURSE), "--backend", "host", "--out", str(res), "--mode", "quick"]
+    out = runner.invoke(cli.main, args)
+    assert out.exit_code == 0, out.output
+    rows = json.loads((res / "summary.json").read_text())["rows"]
+    assert [(r["student"], r["correct"], r["reused"]) for r in rows] == [
+        ("alice", True, False), ("bob", False, False), ("carol", False, False)]
+    carol = json.loads((res / "carol" / "ex90_add.json").read_text())
+    assert carol["smallest_failure"]["status"] == "crash"
+    assert (res / "alice" / "ex90_add.txt").read_text().startswith("─")
+    # simulate an interruption while bob was being graded: his result is gone, a partial file remains
+    (res / "bob" / "ex90_add.json").unlink()
+    (res / "bob" / "ex90_add.json.partial").write_text("{ trunc")
+    out = runner.invoke(cli.main, args)
+    assert out.exit_code == 0, out.output
+    rows = json.loads((res / "summary.json").read_text())["rows"]
+    assert [(r["student"], r["reused"]) for r in rows] == [("alice", True), ("bob", False), ("carol", True)]
+    csv_lines = (res / "summary.csv").read_text().splitlines()
+    assert csv_lines[0].startswith("student,exercise,status,score") and len(csv_lines) == 4
