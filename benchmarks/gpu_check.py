@@ -26,12 +26,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-EXERCISES = ["ex01_vector_add", "ex04_reduction", "ex07_softmax"]
+EXERCISES = sorted(p.name for p in (ROOT / "exercises").iterdir() if (ROOT / "solutions" / p.name).is_dir())
 
 
 def sh(cmd: list[str], log: Path, timeout: int) -> tuple[int, float]:
     t0 = time.perf_counter()
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1", "COLUMNS": "160"}
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, "PYTHONPATH": path, "PYTHONUNBUFFERED": "1", "COLUMNS": "160"}
     with open(log, "w") as fh:
         try:
             rc = subprocess.run(cmd, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, env=env, timeout=timeout).returncode
@@ -67,6 +68,8 @@ def library_ms(ex: str) -> tuple[str, float]:
     if ex == "ex04_reduction":
         x = cupy.random.standard_normal(dims["n"], dtype=cupy.float32)
         return "cupy.sum", time_gpu(lambda: x.sum()).median_ms
+    if ex != "ex07_softmax":
+        return "see bench.txt", float("nan")
     x = cupy.random.standard_normal((dims["rows"], dims["cols"]), dtype=cupy.float32)
 
     def naive() -> None:
@@ -81,6 +84,11 @@ def main() -> None:
     ap.add_argument("--skip-pytest", action="store_true")
     ap.add_argument("--skip-bench", action="store_true")
     ap.add_argument("--only", nargs="*", default=EXERCISES)
+    ap.add_argument("--bench-only", nargs="*", default=None, help="exercises for bench_references (default: all)")
+    ap.add_argument("--pytest-k", default="", help="-k expression for the GPU tests")
+    ap.add_argument("--calibrate", nargs="*", default=["ex01_vector_add", "ex07_softmax"],
+                    help="exercises to calibrate twice (agreement check)")
+    ap.add_argument("--skip-instructor", action="store_true", help="skip grade check/calibrate/batch")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -91,12 +99,14 @@ def main() -> None:
 
     lines = []
     if not args.skip_pytest:
-        rc, wall = sh([sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-rfEs", "tests/test_gpu.py",
-                       f"--junitxml={work / 'pytest-gpu.xml'}"], work / "pytest-gpu.txt", 300)
+        rc, wall = sh([sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-rfEs", "tests/",
+                       *(["-k", args.pytest_k] if args.pytest_k else []),
+                       f"--junitxml={work / 'pytest-gpu.xml'}"], work / "pytest-gpu.txt", 240)
         lines.append(f"GPU tests: exit {rc} in {wall:.0f} s: {tail(work / 'pytest-gpu.txt', 1)}")
         print(tail(work / "pytest-gpu.txt", 25), flush=True)
     if not args.skip_bench:
-        rc, wall = sh([sys.executable, "benchmarks/bench_references.py"], work / "bench.txt", 150)
+        rc, wall = sh([sys.executable, "benchmarks/bench_references.py",
+                       *(["--only", *args.bench_only] if args.bench_only else [])], work / "bench.txt", 150)
         print(tail(work / "bench.txt", 30), flush=True)
         lines.append(f"bench_references: exit {rc} in {wall:.0f} s")
 
@@ -105,6 +115,12 @@ def main() -> None:
         sol, sol_wall = grade_json(ex, f"solutions/{ex}", work, "solution")
         sol2, warm_wall = grade_json(ex, f"solutions/{ex}", work, "solution-warm") if ex == "ex07_softmax" else ({}, 0.0)
         stub, stub_wall = grade_json(ex, f"student_template/{ex}", work, "stub")
+        naive_dir = ROOT / "tests" / "fixtures" / "gpu" / f"{ex}_naive"
+        if naive_dir.is_dir():
+            naive, _ = grade_json(ex, str(naive_dir), work, "naive")
+            sc = naive.get("score", {})
+            lines.append(f"{ex} naive fixture: correct {naive.get('correct')}, performance {sc.get('performance')}"
+                         f"/{sc.get('performance_max')}, ratios {[s.get('value') for s in sc.get('shapes', [])]}")
         lib_name, lib = library_ms(ex)
         b0 = (sol.get("benchmarks") or [{}])[0]
         t = (b0.get("submission") or {}).get("time_ms")
@@ -115,7 +131,7 @@ def main() -> None:
         rows.append((ex, "yes" if sol.get("correct") else f"NO: {sol.get('reason') or sol.get('smallest_failure')}",
                      f"{sol.get('score', {}).get('total')}/{sol.get('score', {}).get('max')} | {sol2.get('score', {}).get('total')}",
                      stub_outcome, f"{b0.get('gbps') or 0:,.0f}", f"{(frac or 0):.0%}",
-                     f"{lib / t:.2f} vs {lib_name}" if t else "-", f"{sol_wall:.1f}/{warm_wall:.1f}/{stub_wall:.1f}"))
+                     f"{lib / t:.2f} vs {lib_name}" if t and lib == lib else lib_name, f"{sol_wall:.1f}/{warm_wall:.1f}/{stub_wall:.1f}"))
         calib[ex] = {b["name"]: {"median_ms": b["reference"]["median_ms"], "iqr_ms": b["reference"]["iqr_ms"],
                                  "samples": b["reference"]["n"]}
                      for b in sol.get("benchmarks", []) if b.get("reference") and b["reference"].get("median_ms")}
@@ -132,6 +148,8 @@ def main() -> None:
                 "command": "python3 benchmarks/gpu_check.py (reference timed side by side in grade)"}
         (work / "calibration.json").write_text(json.dumps({"meta": meta, "entries": calib}, indent=1))
 
+    if not args.skip_instructor:
+        lines += instructor_steps(work, args.calibrate)
     table = ["\n".join(lines)]
     head = ("exercise", "solution correct", "score (run 1 | 2)", "stub", "GB/s", "% ceiling", "ratio to library",
             "grade wall s sol/warm/stub")
@@ -142,6 +160,45 @@ def main() -> None:
     with tarfile.open(out / "gpu_check.tar.gz", "w:gz") as tar:
         tar.add(work, arcname="gpu_check")
     print("\n".join(table))
+
+
+def instructor_steps(work: Path, calibrate: list[str]) -> list[str]:
+    """grade check on every exercise, grade calibrate twice (agreement within the reported noise),
+    and grade batch over six ex01 submissions (solution, stub, crashing, hanging, slow, wrong)."""
+    import shutil
+    import tomllib
+    lines = []
+    rc, wall = sh([sys.executable, "-m", "grader.cli", "check", "--no-controls"], work / "check.txt", 200)
+    lines.append(f"grade check --no-controls: exit {rc} in {wall:.0f} s: {tail(work / 'check.txt', 1)}")
+    cal_file = ROOT / "calibration" / "sm_90.toml"
+    runs = []
+    for i in (1, 2):
+        rc, wall = sh([sys.executable, "-m", "grader.cli", "calibrate", *calibrate], work / f"calibrate{i}.txt", 120)
+        lines.append(f"grade calibrate run {i}: exit {rc} in {wall:.0f} s")
+        if cal_file.is_file():
+            shutil.copy(cal_file, work / f"calibration-run{i}.toml")
+            runs.append(tomllib.loads(cal_file.read_text()))
+    if len(runs) == 2:
+        for ex in calibrate:
+            for shape, a in runs[0].get(ex, {}).items():
+                b = runs[1].get(ex, {}).get(shape, {})
+                if b:
+                    diff = abs(a["median_ms"] - b["median_ms"])
+                    noise = max(a["iqr_ms"], b["iqr_ms"])
+                    lines.append(f"calibrate agreement {ex} {shape}: {a['median_ms']:.4f} vs {b['median_ms']:.4f} ms, "
+                                 f"|diff| {diff:.4f} <= IQR {noise:.4f}: {diff <= noise}")
+    subs = work / "batch-submissions"
+    fixtures = ROOT / "tests" / "fixtures" / "gpu"
+    for student, src in (("solution", ROOT / "solutions" / "ex01_vector_add"),
+                         ("stub", ROOT / "student_template" / "ex01_vector_add"),
+                         ("crashing", fixtures / "illegal_address"), ("hanging", fixtures / "hang"),
+                         ("slow", fixtures / "uncoalesced_add"), ("wrong", fixtures / "wrong_sub")):
+        shutil.copytree(src, subs / student / "ex01_vector_add")
+    rc, wall = sh([sys.executable, "-m", "grader.cli", "batch", str(subs), "--exercises", "ex01", "--out",
+                   str(work / "batch-results"), "--mode", "quick", "--case-limit", "5"], work / "batch.txt", 240)
+    lines.append(f"grade batch (6 submissions): exit {rc} in {wall:.0f} s")
+    lines.append(tail(work / "batch.txt", 12))
+    return lines
 
 
 if __name__ == "__main__":

@@ -161,13 +161,15 @@ def _emit_error(fmt: str, output: str | None, json_out: str | None, exercise: st
               help="Reference times in the calibration format, used instead of calibration/<arch>.toml.")
 @click.option("--time-limit", type=float, default=None,
               help="Seconds for the whole grade (default: the spec's [limits] total_s).")
+@click.option("--case-limit", type=float, default=None,
+              help="Seconds for one call of solve (default: the spec's [limits] case_s).")
 @root_option
 @click.option("--backend", type=click.Choice(["auto", "cuda", "host"]), default="auto", hidden=True,
               help="host runs numpy submissions on the CPU (for the grader's own tests).")
 def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None, json_out: str | None, mode: str,
             seed: int, case_token: str | None, no_timing: bool, compile_only: bool, arch: str | None,
             fail_under: float | None, reference: bool, reference_times: str | None, time_limit: float | None,
-            root: str | None, backend: str) -> None:
+            case_limit: float | None, root: str | None, backend: str) -> None:
     """Grade one exercise: EXERCISE is 7, ex07 or ex07_softmax."""
     from grader.spec import SpecError, load_spec
 
@@ -180,6 +182,9 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
         _emit_error(fmt, output, json_out, ex.name, str(sub), "spec", str(exc), EXIT_ERROR)
     if compile_only:
         sys.exit(_compile_only(spec, sub, arch))
+    if case_limit:
+        from dataclasses import replace
+        spec = replace(spec, limits=replace(spec.limits, case_s=case_limit))
 
     from grader import device as dev
     from grader.calibration import load_calibration, load_calibration_file
@@ -431,10 +436,11 @@ def new_cmd(name: str, source: str | None, root: str | None) -> None:
               help="Format of each student's own report file.")
 @click.option("--mode", type=click.Choice(["quick", "grading"]), default="grading", show_default=True)
 @click.option("--fail-under", type=float, default=None, help="Exit 1 when any score is below this.")
+@click.option("--case-limit", type=float, default=None, help="Seconds for one call of solve (default: the spec's).")
 @root_option
 @click.option("--backend", type=click.Choice(["auto", "cuda", "host"]), default="auto", hidden=True)
 def batch_cmd(submissions: str, names: str, gpus: str, out: str, fmt: str, mode: str, fail_under: float | None,
-              root: str | None, backend: str) -> None:
+              case_limit: float | None, root: str | None, backend: str) -> None:
     """Grade SUBMISSIONS/<student>/<exercise>/ for every student and exercise: one worker per GPU,
     reference timings measured once and shared, resumable, summary.csv and summary.json in --out."""
     from rich.progress import Progress
@@ -448,7 +454,8 @@ def batch_cmd(submissions: str, names: str, gpus: str, out: str, fmt: str, mode:
         raise click.UsageError(str(exc)) from None
     out_dir = Path(out)
     out_dir.mkdir(parents=True, exist_ok=True)
-    extra = ["--mode", mode] + (["--backend", backend] if backend != "auto" else [])
+    extra = (["--mode", mode] + (["--backend", backend] if backend != "auto" else [])
+             + (["--case-limit", str(case_limit)] if case_limit else []))
     gpu_list: list[str | None] = [g.strip() for g in gpus.split(",") if g.strip()] or [None]
     reference_times = None
     if backend != "host":
