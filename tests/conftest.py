@@ -55,6 +55,16 @@ def grade_folder(spec: Spec, folder: Path, *, backend: str = "cuda", profile: Pr
     return grade(spec, folder, opts, be, info, ceil, cal)
 
 
+def fake_submission(tmp_path: Path, body: str, name: str = "sub") -> Path:
+    """A CPU-side fake submission folder: an empty kernel.cu and ``body`` as solution.py."""
+    import textwrap
+    d = tmp_path / name
+    d.mkdir(exist_ok=True)
+    (d / "kernel.cu").write_text("// numpy fake: no kernel\n")
+    (d / "solution.py").write_text(textwrap.dedent(body))
+    return d
+
+
 @pytest.fixture
 def small_profile() -> Profile:
     return replace(PROFILES["quick"], examples=15, max_elements=2**14)

@@ -10,17 +10,11 @@ import pytest
 from grader.cases import PROFILES, edge_cases, parse_token
 from grader.spec import load_spec
 from grader.timing import StopPolicy
-from tests.conftest import FIXTURES, grade_folder
+from tests.conftest import FIXTURES, fake_submission as fake, grade_folder
 
 COURSE = FIXTURES / "course"
 SPEC = COURSE / "exercises" / "ex91_axpy" / "spec.toml"
 PROFILE = replace(PROFILES["quick"], examples=15, max_elements=2**13)
-
-
-def fake(tmp_path, body):
-    (tmp_path / "kernel.cu").write_text("// fake\n")
-    (tmp_path / "solution.py").write_text(body)
-    return tmp_path
 
 
 def test_the_spec_declares_the_features():

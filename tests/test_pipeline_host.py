@@ -2,15 +2,13 @@
 graded through the host backend (shared memory, a real worker process)."""
 from __future__ import annotations
 
-import textwrap
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
 from grader.cases import PROFILES
 from grader.timing import StopPolicy
-from tests.conftest import FIXTURES, grade_folder, spec_of
+from tests.conftest import FIXTURES, fake_submission as fake, grade_folder, spec_of
 
 SOFTMAX = """
 import numpy as np
@@ -26,14 +24,6 @@ def small_softmax():
     edges = tuple(e for e in spec.edge_cases if e.as_dict()["rows"] * e.as_dict()["cols"] <= 2**16)
     benches = tuple(replace(b, dims=(("rows", 16), ("cols", 64 * (i + 1)))) for i, b in enumerate(spec.benchmarks))
     return replace(spec, edge_cases=edges, benchmarks=benches)
-
-
-def fake(tmp_path: Path, body: str, name: str = "sub") -> Path:
-    d = tmp_path / name
-    d.mkdir()
-    (d / "kernel.cu").write_text("// numpy fake\n")
-    (d / "solution.py").write_text(textwrap.dedent(body))
-    return d
 
 
 @pytest.fixture

@@ -1,7 +1,6 @@
 """The worker's isolation, exercised with CPU-side fake submissions (host backend, numpy arrays)."""
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -9,16 +8,9 @@ import pytest
 
 from grader.sandbox.buffers import HostBackend
 from grader.sandbox.supervisor import Worker, WorkerConfig
+from tests.conftest import fake_submission as make_submission
 
 ADD = "def solve(a, b, c):\n    c[...] = a + b\n"
-
-
-def make_submission(tmp_path: Path, body: str, name: str = "sub") -> Path:
-    d = tmp_path / name
-    d.mkdir()
-    (d / "kernel.cu").write_text("// host fake\n")
-    (d / "solution.py").write_text(textwrap.dedent(body))
-    return d
 
 
 def start(folder: Path, call_s: float = 5.0, compile_s: float = 20.0) -> Worker:
