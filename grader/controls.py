@@ -20,6 +20,7 @@ CONTROLS = {
     "perturbed": "three elements (first, middle, last) off by half their value plus one",
     "partial": "only the first half of each output written",
     "off_by_one": "the last element of each output not written",
+    "multiple_of_256": "only the first n - n % 256 elements written (a kernel without a tail loop)",
     "low_precision": "inputs rounded to float16 before the oracle runs",
 }
 MAX_CONTROL_ELEMENTS = 2**20   # edge cases larger than this are skipped (host memory and time)
@@ -70,6 +71,9 @@ def solve(*args):
             flat_out[: flat.size // 2] = flat[: flat.size // 2].astype(arr.dtype)
         elif CONTROL == "off_by_one":
             flat_out[: flat.size - 1] = flat[: flat.size - 1].astype(arr.dtype)
+        elif CONTROL == "multiple_of_256":
+            k = flat.size - flat.size % 256
+            flat_out[:k] = flat[:k].astype(arr.dtype)
         else:
             flat_out[:] = flat.astype(arr.dtype)
 '''
@@ -84,6 +88,7 @@ class ControlResult:
     passed: bool | None
     diagnosis: str
     graded: bool = True
+    details: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -136,6 +141,7 @@ def run_controls(spec: Spec, examples: int = 12, seed: int = 0) -> list[ControlR
                       HostBackend(), None, None, Calibration(None, {}, {}))
             f = r.smallest_failure
             diagnosis = r.reason if r.status != "graded" else (f"{f.description}: {f.message}" if f else "all cases passed")
-            results.append(ControlResult(name, name == "oracle", r.correct, diagnosis, r.status == "graded"))
+            results.append(ControlResult(name, name == "oracle", r.correct, diagnosis, r.status == "graded",
+                                         f.details if f else ()))
     return results
 
