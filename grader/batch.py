@@ -61,22 +61,21 @@ class Row:
     report: str
 
 
-def discover(submissions: Path, exercises: list[Exercise]) -> list[Job]:
-    """Every (student, exercise) folder under ``submissions`` for the given exercises.
+def discover(submissions: Path, exercises: list[Exercise]) -> tuple[list[Job], list[Job]]:
+    """(jobs, missing): every (student, exercise) folder under ``submissions``, and the pairs for
+    which a student has no folder (they get a "missing" row, so nobody silently drops out).
 
     Raises:
         FileNotFoundError: the folder does not exist.
     """
     if not submissions.is_dir():
         raise FileNotFoundError(f"{submissions}: no such folder (expected SUBMISSIONS/<student>/<exercise>/)")
-    jobs = []
+    jobs, missing = [], []
     for student in sorted(p for p in submissions.iterdir() if p.is_dir() and not p.name.startswith(".")):
         for ex in exercises:
-            for candidate in (student / ex.name, student / ex.name[:4]):
-                if candidate.is_dir():
-                    jobs.append(Job(student.name, ex, candidate))
-                    break
-    return jobs
+            found = next((c for c in (student / ex.name, student / ex.name[:4]) if c.is_dir()), None)
+            (jobs if found else missing).append(Job(student.name, ex, found or student / ex.name))
+    return jobs, missing
 
 
 def _atomic_write(path: Path, text: str) -> None:
@@ -137,10 +136,14 @@ def row(job: Job, data: dict, reused: bool, out: Path, fmt: str) -> Row:
 
 def run_batch(jobs: list[Job], out: Path, root: Path, gpus: list[str | None], fmt: str,
               reference_times: Path | None, extra: list[str],
-              on_done: Callable[[Job, dict], None] = lambda j, d: None) -> list[Row]:
-    """Grade every unfinished job (one thread per GPU) and write the summaries."""
+              on_done: Callable[[Job, dict], None] = lambda j, d: None, missing: list[Job] = ()) -> list[Row]:
+    """Grade every unfinished job (one thread per GPU) and write the summaries (with a "missing"
+    row for each pair in ``missing``)."""
     out.mkdir(parents=True, exist_ok=True)
     rows: dict[tuple[str, str], Row] = {}
+    for job in missing:
+        rows[(job.student, job.exercise.name)] = Row(job.student, job.exercise.name, "missing", 0.0, None, False,
+                                                     0.0, 0.0, None, 0, 3, False, f"no folder {job.folder}")
     todo: queue.Queue[Job] = queue.Queue()
     for job in jobs:
         done = finished(out, job)
@@ -168,7 +171,8 @@ def run_batch(jobs: list[Job], out: Path, root: Path, gpus: list[str | None], fm
     for t in threads:
         while t.is_alive():
             t.join(0.2)
-    ordered = [rows[(j.student, j.exercise.name)] for j in jobs if (j.student, j.exercise.name) in rows]
+    everyone = sorted([*jobs, *missing], key=lambda j: (j.student, j.exercise.name))
+    ordered = [rows[(j.student, j.exercise.name)] for j in everyone if (j.student, j.exercise.name) in rows]
     write_summaries(out, ordered)
     return ordered
 

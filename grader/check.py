@@ -71,9 +71,21 @@ def check_exercise(ex: Exercise, gpu: bool, controls: bool = True,
         rep = static_report(spec, folder, "sm_90")
         add(f"{label}: static", rep.ok, "; ".join(rep.problems) or
             (f"{len(rep.kernels)} kernels compiled for sm_90" if rep.kernels else "; ".join(rep.skipped[:1])))
+    try:
+        from grader.instance import load_oracle
+        load_oracle(spec)
+        add("oracle", True, "reference.py loads")
+    except Exception as exc:  # noqa: BLE001 - a broken oracle is this exercise's problem, not the check's
+        add("oracle", False, f"reference.py: {type(exc).__name__}: {exc}")
+        controls = False
     if controls:
         from grader.controls import run_controls
-        for c in run_controls(spec):
+        try:
+            ran = run_controls(spec)
+        except Exception as exc:  # noqa: BLE001
+            add("controls", False, f"the oracle failed on the control cases: {type(exc).__name__}: {exc}")
+            ran = []
+        for c in ran:
             if c.passed is None:
                 rows.append(CheckRow(ex.name, f"control {c.name}", "skip", c.diagnosis))
             else:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.markup import escape
 
 EXIT_OK = 0            # graded (and at or above --fail-under) / the check passed
 EXIT_BELOW = 1         # graded, below --fail-under / the check found problems
@@ -69,13 +70,30 @@ def _root(root: str | None) -> Path:
 
 
 def _exercises(root: Path, names: tuple[str, ...] | list[str]):  # type: ignore[no-untyped-def]
+    """The named exercises (each may be a comma-separated list), or all when none is named."""
     from grader.spec import list_exercises, resolve_exercise
     if not names:
         return list_exercises(root)
+    wanted = [n.strip() for part in names for n in part.split(",") if n.strip()]
+    if not wanted:
+        raise click.UsageError(f"no exercise named in {list(names)!r}; see `grade list`")
     try:
-        return [resolve_exercise(root, n) for part in names for n in part.split(",") if n]
+        return [resolve_exercise(root, n) for n in wanted]
     except LookupError as exc:
         raise click.UsageError(str(exc)) from None
+
+
+def _writable(path: str | None, option: str) -> None:
+    """Fail early (before any grading) when a result file could not be written."""
+    if not path:
+        return
+    p = Path(path)
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        with open(p, "a"):
+            pass
+    except OSError as exc:
+        raise click.BadParameter(f"cannot write {path}: {exc.strerror or exc}", param_hint=option) from None
 
 
 def _detect_gpu() -> object:
@@ -116,24 +134,24 @@ def list_cmd(root: str | None) -> None:
             spec = load_spec(ex.spec_path)
             t.add_row(ex.name, spec.title, f"{spec.total_points:g}", str(ex.template.relative_to(r)))
         except SpecError as exc:
-            t.add_row(ex.name, f"[red]invalid spec: {exc}[/]", "-", "-")
+            t.add_row(ex.name, f"[red]invalid spec: {escape(str(exc))}[/]", "-", "-")
     console.print(t)
 
 
 def _emit_error(fmt: str, output: str | None, json_out: str | None, exercise: str, submission: str, kind: str,
-                message: str, code: int) -> None:
+                message: str, code: int, max_score: float | None = None) -> None:
     from grader.report.formats import render_error, write
     click.echo(f"grade: {message}", err=True)
     if json_out:
-        write(render_error("json", exercise, submission, kind, message, code), Path(json_out))
+        write(render_error("json", exercise, submission, kind, message, code, max_score), Path(json_out))
     if fmt != "text":
-        text = render_error(fmt, exercise, submission, kind, message, code)
+        text = render_error(fmt, exercise, submission, kind, message, code, max_score)
         if output:
             write(text, Path(output))
         else:
             click.echo(text)
     elif output:
-        write(render_error("text", exercise, submission, kind, message, code), Path(output))
+        write(render_error("text", exercise, submission, kind, message, code, max_score), Path(output))
     sys.exit(code)
 
 
@@ -159,9 +177,9 @@ def _emit_error(fmt: str, output: str | None, json_out: str | None, exercise: st
               help="Time the reference solution side by side when solutions/<exercise> exists.")
 @click.option("--reference-times", type=click.Path(dir_okay=False, exists=True),
               help="Reference times in the calibration format, used instead of calibration/<arch>.toml.")
-@click.option("--time-limit", type=float, default=None,
+@click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Seconds for the whole grade (default: the spec's [limits] total_s).")
-@click.option("--case-limit", type=float, default=None,
+@click.option("--case-limit", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Seconds for one call of solve (default: the spec's [limits] case_s).")
 @root_option
 @click.option("--backend", type=click.Choice(["auto", "cuda", "host"]), default="auto", hidden=True,
@@ -175,13 +193,28 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
 
     r = _root(root)
     ex = _exercises(r, [exercise])[0]
+    if submission is not None and not submission.strip():
+        raise click.BadParameter("is empty; give a folder with kernel.cu and solution.py", param_hint="--submission")
     sub = Path(submission) if submission else ex.template
+    _writable(output, "--output")
+    _writable(json_out, "--json")
     try:
         spec = load_spec(ex.spec_path)
     except SpecError as exc:
         _emit_error(fmt, output, json_out, ex.name, str(sub), "spec", str(exc), EXIT_ERROR)
+    if case_token:
+        from grader.cases import parse_token
+        try:
+            parse_token(spec, case_token)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--case") from None
     if compile_only:
-        sys.exit(_compile_only(spec, sub, arch))
+        sys.exit(_compile_only(spec, sub, arch, fmt, output, json_out))
+    from grader.grade import static_check
+    problem = static_check(spec, sub)
+    if problem:  # before looking for a GPU: a missing or forbidden submission is the user's to fix
+        _emit_error(fmt, output, json_out, ex.name, str(sub), problem[0], problem[1], EXIT_NOT_GRADED,
+                    spec.total_points)
     if case_limit:
         from dataclasses import replace
         spec = replace(spec, limits=replace(spec.limits, case_s=case_limit))
@@ -198,7 +231,7 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
         if why is not None:
             _emit_error(fmt, output, json_out, ex.name, str(sub), "no_gpu",
                         f"{why}: grading runs kernels on a GPU. Without one, `grade {ex.name} --compile-only` "
-                        "compiles kernel.cu with nvcc and prints the static report.", EXIT_ERROR)
+                        "compiles kernel.cu with nvcc and prints the static report.", EXIT_ERROR, spec.total_points)
         info = dev.detect()
     limit = time_limit or spec.limits.total_s
     signal.signal(signal.SIGALRM, _on_alarm)
@@ -218,7 +251,8 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
     except GradeTimeout:
         progress.done()
         _emit_error(fmt, output, json_out, ex.name, str(sub), "time_limit",
-                    f"the grade ran past its {limit:g} s time limit; nothing after that point was scored", EXIT_ERROR)
+                    f"the grade ran past its {limit:g} s time limit; nothing after that point was scored", EXIT_ERROR,
+                    spec.total_points)
     except ValueError as exc:  # a malformed --case or calibration file: a user-fixable input
         progress.done()
         _emit_error(fmt, output, json_out, ex.name, str(sub), "input", str(exc), EXIT_ERROR)
@@ -255,15 +289,29 @@ def _exit_code(result, fail_under: float | None) -> int:  # type: ignore[no-unty
     return EXIT_OK
 
 
-def _compile_only(spec, submission: Path, arch: str | None) -> int:  # type: ignore[no-untyped-def]
+def _compile_only(spec, submission: Path, arch: str | None, fmt: str = "text", output: str | None = None,
+                  json_out: str | None = None) -> int:  # type: ignore[no-untyped-def]
     from rich.table import Table
     from grader import device as dev
+    from grader.report.formats import render_static, write
     from grader.static import static_report
 
     if arch is None:
         info = dev.detect()
         arch = info.arch if info else "sm_90"
     rep = static_report(spec, submission, arch)
+    code = EXIT_OK if rep.ok else EXIT_NOT_GRADED
+    if json_out:
+        write(render_static(spec, submission, rep, "json", code), Path(json_out))
+    if fmt != "text":
+        text = render_static(spec, submission, rep, fmt, code)
+        if output:
+            write(text, Path(output))
+        else:
+            click.echo(text)
+        return code
+    if output:
+        write(render_static(spec, submission, rep, "text", code), Path(output))
     console = Console()
     console.rule(f"[bold]{spec.name}[/]: static report for {submission} ({arch})")
     if rep.kernels:
@@ -280,7 +328,7 @@ def _compile_only(spec, submission: Path, arch: str | None) -> int:  # type: ign
         console.print(f"[yellow]not checked here:[/] {s}", highlight=False)
     if rep.ok:
         console.print("[green]no problems found[/]")
-    return EXIT_OK if rep.ok else EXIT_NOT_GRADED
+    return code
 
 
 def _gpu_grader(root: Path, info):  # type: ignore[no-untyped-def]
@@ -326,7 +374,7 @@ def check_cmd(exercises: tuple[str, ...], no_controls: bool, root: str | None) -
             status.update(f"checking {ex.name}")
             for row in check_exercise(ex, info is not None, not no_controls, grade_fn):
                 color = {"ok": "green", "fail": "red", "skip": "yellow", "todo": "yellow"}[row.status]
-                t.add_row(row.exercise, row.item, f"[{color}]{row.status}[/]", row.detail)
+                t.add_row(row.exercise, row.item, f"[{color}]{row.status}[/]", escape(row.detail))
                 failed += row.status == "fail"
     console.print(t)
     if info is None:
@@ -397,8 +445,8 @@ def publish_cmd(out: str, names: str, install_check: bool, force: bool, root: st
     exs = _exercises(r, [names] if names else [])
     try:
         rep = publish(r, Path(out), exs, install_check, force)
-    except FileExistsError as exc:
-        raise click.ClickException(str(exc)) from None
+    except (FileExistsError, ValueError) as exc:
+        raise click.UsageError(str(exc)) from None
     click.echo(f"wrote {rep.files} files for {', '.join(rep.exercises)} to {rep.out}")
     click.echo(f"install check: {rep.install}")
     for p in rep.problems:
@@ -449,36 +497,46 @@ def batch_cmd(submissions: str, names: str, gpus: str, out: str, fmt: str, mode:
     r = _root(root)
     exs = _exercises(r, [names] if names else [])
     try:
-        jobs = gb.discover(Path(submissions), exs)
+        jobs, missing = gb.discover(Path(submissions), exs)
     except FileNotFoundError as exc:
         raise click.UsageError(str(exc)) from None
     out_dir = Path(out)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    extra = (["--mode", mode] + (["--backend", backend] if backend != "auto" else [])
-             + (["--case-limit", str(case_limit)] if case_limit else []))
     gpu_list: list[str | None] = [g.strip() for g in gpus.split(",") if g.strip()] or [None]
-    reference_times = None
+    if not all(g is None or g.isdigit() for g in gpu_list):
+        raise click.BadParameter(f"{gpus!r} is not a comma-separated list of GPU indices", param_hint="--gpus")
+    info = None
     if backend != "host":
         info = _detect_gpu()
         if info is None:
             from grader.device import unavailable_reason
-            raise click.ClickException(f"{unavailable_reason()}: batch grading runs kernels on a GPU")
-        reference_times = _shared_reference_times(r, exs, out_dir, info)
+            click.echo(f"grade: {unavailable_reason()}: batch grading runs kernels on a GPU", err=True)
+            sys.exit(EXIT_ERROR)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise click.BadParameter(f"cannot create {out}: {exc.strerror or exc}", param_hint="--out") from None
+    extra = (["--mode", mode] + (["--backend", backend] if backend != "auto" else [])
+             + (["--case-limit", str(case_limit)] if case_limit else []))
+    reference_times = _shared_reference_times(r, exs, out_dir, info) if info is not None else None
     console = Console()
     with Progress(console=console) as bar:
         task = bar.add_task("grading", total=len(jobs))
         rows = gb.run_batch(jobs, out_dir, r, gpu_list if backend != "host" else [None], fmt, reference_times,
                             extra, on_done=lambda j, d: bar.update(task, advance=1,
-                                                                   description=f"{j.student}/{j.exercise.name}"))
+                                                                   description=f"{j.student}/{j.exercise.name}"),
+                            missing=missing)
     from rich.table import Table
     t = Table(show_edge=False)
     for col in ("student", "exercise", "status", "score", "correct", "speed", "flags", "reused"):
         t.add_column(col)
     for row in rows:
-        t.add_row(row.student, row.exercise, row.status, f"{row.score:g}", "yes" if row.correct else "no",
+        status = f"[red]{row.status}[/]" if row.status in ("missing", "error") else row.status
+        t.add_row(row.student, row.exercise, status, f"{row.score:g}", "yes" if row.correct else "no",
                   f"{row.speed:.2f}" if row.speed else "-", str(row.flags), "yes" if row.reused else "")
     console.print(t)
     console.print(f"{len(rows)} results in {out_dir} (summary.csv, summary.json)")
+    if missing:
+        console.print(f"[yellow]{len(missing)} student/exercise pair(s) had no folder: status 'missing', score 0[/]")
     if any(row.status == "error" for row in rows):
         sys.exit(EXIT_ERROR)
     if fail_under is not None and any(row.score < fail_under for row in rows):

@@ -20,7 +20,9 @@ CONTROLS = {
     "perturbed": "three elements (first, middle, last) off by half their value plus one",
     "partial": "only the first half of each output written",
     "off_by_one": "the last element of each output not written",
-    "multiple_of_256": "only the first n - n % 256 elements written (a kernel without a tail loop)",
+    "multiple_of_256": "only the first n - n % 256 elements handled (a kernel without a tail loop): for an "
+                       "output the size of the input, the rest is not written; for a reduction, the last "
+                       "n % 256 inputs are left out",
     "low_precision": "inputs rounded to float16 before the oracle runs",
 }
 MAX_CONTROL_ELEMENTS = 2**20   # edge cases larger than this are skipped (host memory and time)
@@ -34,6 +36,7 @@ _spec = importlib.util.spec_from_file_location("oracle", {oracle!r})
 _oracle = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_oracle)
 ORDER, PURE, OUTPUTS, SCALARS, CONTROL = {order!r}, {pure!r}, {outputs!r}, {scalars!r}, {name!r}
+REDUCED = {reduced!r}  # inputs whose leading dim no output has: a reduction over them
 
 
 def _inputs(named):
@@ -50,6 +53,8 @@ def _inputs(named):
             v = np.array(v, copy=True)
             if CONTROL == "low_precision" and v.dtype.kind == "f":
                 v = v.astype(np.float16).astype(v.dtype)
+            if CONTROL == "multiple_of_256" and n in REDUCED:
+                v = v[: v.shape[0] - v.shape[0] % 256]
         out.append(v)
     return out
 
@@ -71,7 +76,7 @@ def solve(*args):
             flat_out[: flat.size // 2] = flat[: flat.size // 2].astype(arr.dtype)
         elif CONTROL == "off_by_one":
             flat_out[: flat.size - 1] = flat[: flat.size - 1].astype(arr.dtype)
-        elif CONTROL == "multiple_of_256":
+        elif CONTROL == "multiple_of_256" and not REDUCED:
             k = flat.size - flat.size % 256
             flat_out[:k] = flat[:k].astype(arr.dtype)
         else:
@@ -117,7 +122,9 @@ def write_control(spec: Spec, name: str, folder: Path) -> Path:
     (folder / "solution.py").write_text(_TEMPLATE.format(
         name=name, description=CONTROLS[name], oracle=str((spec.directory / "reference.py").resolve()),
         order=list(spec.arg_order), pure=[t.name for t in spec.outputs if not t.inplace],
-        outputs=[t.name for t in spec.outputs], scalars=[s.name for s in spec.scalars]))
+        outputs=[t.name for t in spec.outputs], scalars=[s.name for s in spec.scalars],
+        reduced=[t.name for t in spec.inputs if t.shape and isinstance(t.shape[0], str)
+                 and all(t.shape[0] not in o.shape for o in spec.outputs)]))
     return folder
 
 

@@ -68,6 +68,8 @@ def unavailable_reason() -> str | None:
         count = cupy.cuda.runtime.getDeviceCount()
     except Exception as exc:  # noqa: BLE001
         text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        if "InsufficientDriver" in text or "NoDevice" in text:
+            return f"no NVIDIA GPU or driver found (CUDA says: {text})"
         return f"no usable CUDA GPU ({text})"
     return None if count > 0 else "no CUDA GPU found"
 

@@ -112,7 +112,17 @@ def publish(root: Path, out: Path, exercises: list[Exercise], check_install: boo
 
     Raises:
         FileExistsError: ``out`` exists and is not empty (and ``force`` is not set).
+        ValueError: ``out`` is the course folder, inside it, or holds it; or no exercise was chosen.
     """
+    out = out.resolve()
+    course = root.resolve()
+    if out == course or course in out.parents or out in course.parents:
+        raise ValueError(f"{out}: is the course folder, inside it or above it; fix: publish to a folder outside "
+                         f"{course}")
+    if not exercises:
+        raise ValueError("no exercise to publish; fix: name at least one with --exercises")
+    if out.exists() and not out.is_dir():
+        raise FileExistsError(f"{out}: exists and is not a folder; fix: choose another path")
     if out.exists() and any(out.iterdir()) and not force:
         raise FileExistsError(f"{out}: exists and is not empty; fix: choose an empty folder or pass --force")
     if out.exists() and force:
@@ -148,6 +158,15 @@ def check_bundle(out: Path, exercises: list[Exercise]) -> list[str]:
     leaks: dict[str, str] = {}
     for ex in exercises:
         leaks.update(solution_only_lines(ex))
+        pub = out / "exercises" / ex.name
+        for needed in ("README.md", "reference.py", "spec.toml"):
+            if not (pub / needed).is_file():
+                problems.append(f"exercises/{ex.name}/{needed}: missing; students need it")
+        if not (out / "student_template" / ex.name / "solution.py").is_file():
+            problems.append(f"student_template/{ex.name}: missing; students need a stub to start from")
+        for path in sorted(pub.glob("*")):
+            if path.is_file() and re.search(r"\bTODO\b", path.read_text(errors="replace")):
+                problems.append(f"exercises/{ex.name}/{path.name}: still has TODO markers; fix them before publishing")
     # Lines that public material has anyway (the grader's own code, any stub) give nothing away.
     public = [*(out / "grader").rglob("*.py"), *(out / "student_template").rglob("*")]
     for path in public:
@@ -175,9 +194,11 @@ def check_bundle(out: Path, exercises: list[Exercise]) -> list[str]:
         problems.append("solutions/: must not be published")
     for ex in exercises:
         try:
-            load_spec(out / "exercises" / ex.name / "spec.toml")
-        except Exception as exc:  # noqa: BLE001
-            problems.append(f"exercises/{ex.name}/spec.toml: the published spec does not load: {exc}")
+            from grader.instance import load_oracle
+            load_oracle(load_spec(out / "exercises" / ex.name / "spec.toml"))
+        except Exception as exc:  # noqa: BLE001 - any failure is a problem of the bundle
+            problems.append(f"exercises/{ex.name}: the published spec or oracle does not load: "
+                            f"{type(exc).__name__}: {exc}")
     return problems
 
 

@@ -62,11 +62,15 @@ def compile_with_nvcc(source: Path, arch: str, options: tuple[str, ...] = ()) ->
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [nvcc, f"-arch={arch}", "-cubin", "-Xptxas", "-v", *opts, "-o", str(Path(tmp) / "k.cubin"), str(source)]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    log = proc.stdout + proc.stderr
-    diags = parse_compiler_log(log.replace(str(source), source.name), source.name)
+    log = (proc.stdout + proc.stderr).replace(str(source), source.name)
+    diags = parse_compiler_log(log, source.name)
     problems = [f"{source.name}:{ln}: {kind}: {msg}" for ln, kind, msg in diags if kind != "warning"]
+    # the host preprocessor reports missing includes gcc-style: kernel.cu:3:10: fatal error: x.h: No such file
+    problems += [f"{source.name}:{m[1]}: {m[2]}" for m in re.finditer(r"^\S*?:(\d+):\d+: ((?:fatal )?error: .*)$",
+                                                                      log, flags=re.M)]
     if proc.returncode != 0 and not problems:
-        problems = [f"{source.name}: nvcc failed: {log.strip().splitlines()[-1] if log.strip() else proc.returncode}"]
+        lines = [ln for ln in log.strip().splitlines() if ln.strip()]
+        problems = [f"{source.name}: nvcc failed: {' / '.join(lines[-3:]) if lines else proc.returncode}"]
     return problems, _parse_ptxas(log)
 
 
@@ -91,21 +95,53 @@ def _parse_ptxas(log: str) -> list[StaticKernel]:
 
 
 def check_solution_py(path: Path, nargs: int) -> list[str]:
-    """Problems with ``solution.py``: syntax, no ``solve``, or a ``solve`` that cannot take ``nargs`` arguments."""
+    """Problems with ``solution.py``: syntax, a module it imports that is not installed, no
+    ``solve``, or a ``solve`` that cannot take ``nargs`` arguments."""
+    import importlib.util
     try:
-        tree = ast.parse(path.read_text(), filename=path.name)
+        tree = ast.parse(path.read_text(errors="replace"), filename=path.name)
     except SyntaxError as exc:
         return [f"solution.py:{exc.lineno}: syntax error: {exc.msg}"]
+    problems = []
+    for node in ast.walk(tree):
+        names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                 else [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else [])
+        for name in names:
+            top = name.split(".")[0]
+            if importlib.util.find_spec(top) is None:
+                problems.append(f"solution.py:{node.lineno}: imports {name!r}, which is not installed here")
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name == "solve":
             a = node.args
             positional = len(a.posonlyargs) + len(a.args)
             required = positional - len(a.defaults)
             if a.vararg is None and positional < nargs or required > nargs:
-                return [f"solution.py:{node.lineno}: solve takes {positional} positional arguments; "
-                        f"the exercise passes {nargs} (inputs then outputs)"]
-            return []
-    return ["solution.py: defines no function solve(*inputs, *outputs)"]
+                problems.append(f"solution.py:{node.lineno}: solve takes {positional} positional arguments; "
+                                f"the exercise passes {nargs} (inputs then outputs)")
+            return problems
+    return problems + ["solution.py: defines no function solve(*inputs, *outputs)"]
+
+
+def check_kernel_names(kernel: Path, solution: Path) -> list[str]:
+    """Problems between kernel.cu and the names solution.py asks for: no kernel at all, kernels
+    that are not ``extern "C"`` (get_function cannot find a C++-mangled name), and literal
+    ``get_function("name")`` calls for a kernel kernel.cu does not declare."""
+    from grader.kernel import kernel_names
+    source = kernel.read_text(errors="replace")
+    declared = kernel_names(source)
+    if not declared:
+        return ["kernel.cu: declares no __global__ kernel"]
+    problems = []
+    if 'extern "C"' not in source:
+        problems.append('kernel.cu: its kernels are not declared extern "C", so get_function cannot find them by '
+                        'name; fix: write extern "C" __global__ void ...')
+    text = solution.read_text(errors="replace")
+    for m in re.finditer(r"get_function\(\s*[\"'](\w+)[\"']\s*\)", text):
+        if m.group(1) not in declared:
+            line = text[:m.start()].count("\n") + 1
+            problems.append(f"solution.py:{line}: get_function({m.group(1)!r}) but kernel.cu declares "
+                            f"{', '.join(declared)}")
+    return problems
 
 
 def static_report(spec: Spec, submission: Path, arch: str = "sm_90") -> StaticReport:
@@ -119,6 +155,7 @@ def static_report(spec: Spec, submission: Path, arch: str = "sm_90") -> StaticRe
     if bad:
         problems.append(bad[1])
     problems += check_solution_py(submission / "solution.py", len(spec.arg_order))
+    problems += check_kernel_names(submission / "kernel.cu", submission / "solution.py")
     if nvcc_path() is None:
         skipped.append("compiling kernel.cu (nvcc is not on PATH; install the CUDA toolkit to check it here)")
     else:

@@ -39,7 +39,8 @@ def test_unwritten_elements_are_named_as_such(outcome):
     spec, results = outcome
     if any(t.inplace for t in spec.outputs):
         pytest.skip("in-place outputs hold their initial values, not the poison")
-    for name in ("partial", "off_by_one", "multiple_of_256"):
+    reduction = all(len(t.shape) == 1 and isinstance(t.shape[0], int) for t in spec.outputs)
+    for name in ("partial", "off_by_one") + (() if reduction else ("multiple_of_256",)):
         text = " ".join(results[name].details)
         assert "never written" in text, (name, results[name].details)
 

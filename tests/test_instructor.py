@@ -125,7 +125,16 @@ def test_publish_refuses_a_non_empty_folder(runner, course, tmp_path):
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "x").write_text("x")
     out = runner.invoke(cli.main, ["publish", str(tmp_path / "full"), "--root", str(course)])
-    assert out.exit_code == 1 and "exists and is not empty" in out.output
+    assert out.exit_code == 2 and "exists and is not empty" in out.output
+
+
+@pytest.mark.parametrize("target", [".", "exercises", ".."])
+def test_publish_never_touches_the_course_folder(runner, course, target, monkeypatch):
+    monkeypatch.chdir(course)
+    before = sorted(p.relative_to(course) for p in course.rglob("*"))
+    out = runner.invoke(cli.main, ["publish", target, "--force"])
+    assert out.exit_code == 2 and "is the course folder, inside it or above it" in out.output
+    assert sorted(p.relative_to(course) for p in course.rglob("*")) == before
 
 
 # -- calibrate -------------------------------------------------------------------------------------
@@ -221,18 +230,20 @@ def _submissions(tmp_path: Path) -> Path:
     crash.mkdir(parents=True)
     (crash / "kernel.cu").write_text("//\n")
     (crash / "solution.py").write_text("import os\ndef solve(a, b, c):\n    os._exit(1)\n")
-    (subs / "dave").mkdir()  # no submission for the exercise: no row
+    (subs / "dave").mkdir()  # no submission for the exercise: a "missing" row
     return subs
 
 
 def test_batch_grades_everyone_and_resumes_after_an_interruption(runner, tmp_path):
     subs, res = _submissions(tmp_path), tmp_path / "res"
-    args = ["batch", str(subs), "--root", str(COURSE), "--backend", "host", "--out", str(res), "--mode", "quick"]
+    args = ["batch", str(subs), "--root", str(COURSE), "--backend", "host", "--out", str(res), "--mode", "quick",
+            "--exercises", "ex90"]
     out = runner.invoke(cli.main, args)
     assert out.exit_code == 0, out.output
     rows = json.loads((res / "summary.json").read_text())["rows"]
-    assert [(r["student"], r["correct"], r["reused"]) for r in rows] == [
-        ("alice", True, False), ("bob", False, False), ("carol", False, False)]
+    assert [(r["student"], r["status"], r["correct"], r["reused"]) for r in rows] == [
+        ("alice", "graded", True, False), ("bob", "graded", False, False), ("carol", "graded", False, False),
+        ("dave", "missing", False, False)]
     carol = json.loads((res / "carol" / "ex90_add.json").read_text())
     assert carol["smallest_failure"]["status"] == "crash"
     assert (res / "alice" / "ex90_add.txt").read_text().startswith("─")
@@ -242,6 +253,7 @@ def test_batch_grades_everyone_and_resumes_after_an_interruption(runner, tmp_pat
     out = runner.invoke(cli.main, args)
     assert out.exit_code == 0, out.output
     rows = json.loads((res / "summary.json").read_text())["rows"]
-    assert [(r["student"], r["reused"]) for r in rows] == [("alice", True), ("bob", False), ("carol", True)]
+    assert [(r["student"], r["reused"]) for r in rows] == [("alice", True), ("bob", False), ("carol", True),
+                                                           ("dave", False)]
     csv_lines = (res / "summary.csv").read_text().splitlines()
-    assert csv_lines[0].startswith("student,exercise,status,score") and len(csv_lines) == 4
+    assert csv_lines[0].startswith("student,exercise,status,score") and len(csv_lines) == 5

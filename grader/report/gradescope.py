@@ -64,9 +64,9 @@ def to_dict(r: GradeResult) -> dict[str, Any]:
     }
 
 
-def error_dict(exercise: str, message: str) -> dict[str, Any]:
+def error_dict(exercise: str, message: str, max_score: float = 0.0) -> dict[str, Any]:
     """results.json when grading could not run (no GPU, grader error, time limit)."""
     return {"score": 0.0, "execution_time": 0, "output": f"{exercise}: not graded: {message}",
-            "tests": [{"name": f"{exercise}: grading", "score": 0.0, "max_score": 0.0, "status": "failed",
+            "tests": [{"name": f"{exercise}: grading", "score": 0.0, "max_score": max_score, "status": "failed",
                        "output": message, "visibility": "visible"}],
             "leaderboard": [{"name": "speed vs reference", "value": 0}, {"name": "score", "value": 0.0}]}

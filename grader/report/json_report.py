@@ -69,8 +69,10 @@ def to_dict(r: GradeResult, exit_code: int) -> dict[str, Any]:
 
 
 def error_dict(exercise: str, submission: str, kind: str, message: str, exit_code: int) -> dict[str, Any]:
-    """A result file for a grade that could not produce a GradeResult (no GPU, grader error)."""
-    return {"schema_version": SCHEMA_VERSION, "exercise": exercise, "submission": submission, "status": "error",
+    """A result file for a grade that could not produce a GradeResult: the submission could not be
+    graded (exit code 3), or the grader or environment failed (no GPU, time limit, grader error)."""
+    status = "not_graded" if exit_code == 3 else "error"  # 3: the submission's problem (see cli.EXIT_NOT_GRADED)
+    return {"schema_version": SCHEMA_VERSION, "exercise": exercise, "submission": submission, "status": status,
             "reason": message, "reason_kind": kind, "exit_code": exit_code, "correct": False,
             "cases": [], "benchmarks": [], "flags": [],
             "score": {"total": 0.0, "max": None, "correctness": 0.0, "performance": 0.0, "note": message}}
