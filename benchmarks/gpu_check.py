@@ -89,6 +89,7 @@ def main() -> None:
     ap.add_argument("--calibrate", nargs="*", default=["ex01_vector_add", "ex07_softmax"],
                     help="exercises to calibrate twice (agreement check)")
     ap.add_argument("--skip-instructor", action="store_true", help="skip grade check/calibrate/batch")
+    ap.add_argument("--only-instructor", action="store_true", help="only grade check/calibrate/batch")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -98,20 +99,20 @@ def main() -> None:
                     "--format=csv"], check=False)
 
     lines = []
-    if not args.skip_pytest:
+    if not args.skip_pytest and not args.only_instructor:
         rc, wall = sh([sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-rfEs", "tests/",
                        *(["-k", args.pytest_k] if args.pytest_k else []),
                        f"--junitxml={work / 'pytest-gpu.xml'}"], work / "pytest-gpu.txt", 240)
         lines.append(f"GPU tests: exit {rc} in {wall:.0f} s: {tail(work / 'pytest-gpu.txt', 1)}")
         print(tail(work / "pytest-gpu.txt", 25), flush=True)
-    if not args.skip_bench:
+    if not args.skip_bench and not args.only_instructor:
         rc, wall = sh([sys.executable, "benchmarks/bench_references.py",
                        *(["--only", *args.bench_only] if args.bench_only else [])], work / "bench.txt", 150)
         print(tail(work / "bench.txt", 30), flush=True)
         lines.append(f"bench_references: exit {rc} in {wall:.0f} s")
 
     rows, calib = [], {}
-    for ex in args.only:
+    for ex in ([] if args.only_instructor else args.only):
         sol, sol_wall = grade_json(ex, f"solutions/{ex}", work, "solution")
         sol2, warm_wall = grade_json(ex, f"solutions/{ex}", work, "solution-warm") if ex == "ex07_softmax" else ({}, 0.0)
         stub, stub_wall = grade_json(ex, f"student_template/{ex}", work, "stub")
@@ -121,6 +122,7 @@ def main() -> None:
             sc = naive.get("score", {})
             lines.append(f"{ex} naive fixture: correct {naive.get('correct')}, performance {sc.get('performance')}"
                          f"/{sc.get('performance_max')}, ratios {[s.get('value') for s in sc.get('shapes', [])]}")
+            print(lines[-1], flush=True)
         lib_name, lib = library_ms(ex)
         b0 = (sol.get("benchmarks") or [{}])[0]
         t = (b0.get("submission") or {}).get("time_ms")
@@ -135,6 +137,7 @@ def main() -> None:
         calib[ex] = {b["name"]: {"median_ms": b["reference"]["median_ms"], "iqr_ms": b["reference"]["iqr_ms"],
                                  "samples": b["reference"]["n"]}
                      for b in sol.get("benchmarks", []) if b.get("reference") and b["reference"].get("median_ms")}
+        print(f"{ex}: {rows[-1]}", flush=True)
         for b in sol.get("benchmarks", []):
             s, r = b["submission"], b.get("reference") or {}
             lines.append(f"{ex} {b['name']}: solution {s.get('median_ms')} ms (IQR {s.get('iqr_ms')}, n {s.get('n')}), "
@@ -170,11 +173,13 @@ def instructor_steps(work: Path, calibrate: list[str]) -> list[str]:
     lines = []
     rc, wall = sh([sys.executable, "-m", "grader.cli", "check", "--no-controls"], work / "check.txt", 200)
     lines.append(f"grade check --no-controls: exit {rc} in {wall:.0f} s: {tail(work / 'check.txt', 1)}")
+    print(tail(work / "check.txt", 60), flush=True)
     cal_file = ROOT / "calibration" / "sm_90.toml"
     runs = []
     for i in (1, 2):
         rc, wall = sh([sys.executable, "-m", "grader.cli", "calibrate", *calibrate], work / f"calibrate{i}.txt", 120)
         lines.append(f"grade calibrate run {i}: exit {rc} in {wall:.0f} s")
+        print(tail(work / f"calibrate{i}.txt", 12), flush=True)
         if cal_file.is_file():
             shutil.copy(cal_file, work / f"calibration-run{i}.toml")
             runs.append(tomllib.loads(cal_file.read_text()))

@@ -279,7 +279,7 @@ class Grader:
         dims = bench.as_dict()
 
         def case(seed: int) -> Case:
-            return Case(bench.dims, tuple((n, seed % len(spec.values[n])) for n in spec.drawn), seed, "benchmark",
+            return Case(bench.dims, tuple((n, bench.distribution(n)) for n in spec.drawn), seed, "benchmark",
                         bench.types)
 
         sets = [Instance(spec, self.backend, self.oracle, case(rng.randrange(2**32))) for _ in range(max(1, self.opt.sets))]

@@ -119,6 +119,10 @@ class Benchmark:
     flops: Expr | None = None
     hidden: bool = False
     types: tuple[tuple[str, str], ...] = ()
+    values: tuple[tuple[str, int], ...] = ()  # pinned distribution index per drawn argument (default 0)
+
+    def distribution(self, name: str) -> int:
+        return dict(self.values).get(name, 0)
 
     def as_dict(self) -> dict[str, int]:
         return dict(self.dims)
@@ -600,7 +604,7 @@ class _Parser:
         for i, b in enumerate(raw):
             fld = f"benchmark[{i}]"
             b = self.table(b, fld)
-            self.only(b, fld, ("name", "dims", "bytes", "flops", "hidden", "types"))
+            self.only(b, fld, ("name", "dims", "bytes", "flops", "hidden", "types", "values"))
             pinned = self.pinned_types(dict(self.table(b.get("types", {}), f"{fld}.types")), f"{fld}.types", types)
             missing_types = sorted(set(types) - {k for k, _ in pinned})
             if missing_types:
@@ -611,7 +615,13 @@ class _Parser:
             nbytes = self.expr(self.get(b, fld, "bytes", str), f"{fld}.bytes", names)
             flops = self.expr(b["flops"], f"{fld}.flops", names) if "flops" in b else None
             hidden = self.get(b, fld, "hidden", bool, False)
-            out.append(Benchmark(name, bdims, nbytes, flops, hidden, pinned))
+            pins = self.table(b.get("values", {}), f"{fld}.values")
+            for k, v in pins.items():
+                if k not in self.raw.get("values", {}) or not isinstance(v, int) or isinstance(v, bool) \
+                        or not 0 <= v < len(self.raw["values"][k]):
+                    raise self.err(f"{fld}.values", f"{k} = {v!r} is not an index into [[values.{k}]]",
+                                   "give the 0-based index of one of its distributions")
+            out.append(Benchmark(name, bdims, nbytes, flops, hidden, pinned, tuple(pins.items())))
         seen = [b.name for b in out]
         if len(set(seen)) != len(seen):
             raise self.err("benchmark", "two shapes share a name", "give each [[benchmark]] its own name")

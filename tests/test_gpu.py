@@ -9,7 +9,8 @@ from grader.spec import Limits
 from tests.conftest import FIXTURES, ROOT, grade_folder, spec_of
 
 pytestmark = pytest.mark.gpu
-EXERCISES = ["ex01_vector_add", "ex04_reduction", "ex07_softmax"]
+EXERCISES = sorted(p.name for p in (ROOT / "solutions").iterdir() if (ROOT / "exercises" / p.name).is_dir())
+NAIVE = sorted(p.name[:-len("_naive")] for p in (FIXTURES / "gpu").glob("*_naive"))
 
 
 @pytest.mark.parametrize("name", EXERCISES)
@@ -70,6 +71,14 @@ def test_grading_after_a_fault_is_unaffected() -> None:
     grade_folder(_ex01_small_limits(), FIXTURES / "gpu" / "illegal_address", benchmark=False)
     r = grade_folder(spec_of("ex01_vector_add"), ROOT / "solutions" / "ex01_vector_add", benchmark=False)
     assert r.correct
+
+
+@pytest.mark.parametrize("name", NAIVE)
+def test_naive_kernel_is_correct_and_scores_fewer_performance_points(name: str) -> None:
+    spec = spec_of(name)
+    r = grade_folder(spec, FIXTURES / "gpu" / f"{name}_naive", reference=ROOT / "solutions" / name)
+    assert r.correct, r.smallest_failure
+    assert r.score.performance < spec.points_performance, [s.value for s in r.score.shapes]
 
 
 def test_uncoalesced_variant_scores_fewer_points() -> None:
