@@ -135,11 +135,18 @@ def score(correct: bool, shapes: Sequence[ShapePerf], thresholds: Thresholds,
                  basis, tuple(per_shape), agg)
 
 
+# The memory ceiling is the copy bandwidth (reads and writes). Read-mostly kernels legitimately run
+# a little above it: on the H200 cupy.sum read at 4495 GB/s against a 4255 GB/s copy (1.056x,
+# DESIGN "Measured ceilings"), and the ex04 reference measured 1.064x in grade (2026-11-30).
+PLAUSIBLE_CEILING_FRACTION = 1.15
+
+
 def review_flags(shapes: Sequence[ShapePerf], thresholds: Thresholds) -> list[str]:
-    """Results a person should look at: beating the ceiling or the reference implausibly."""
+    """Results a person should look at: beating the ceiling (beyond
+    :data:`PLAUSIBLE_CEILING_FRACTION`) or the reference (beyond ``implausible_ratio``)."""
     flags = []
     for s in shapes:
-        if s.roofline_fraction is not None and s.roofline_fraction > 1.05:
+        if s.roofline_fraction is not None and s.roofline_fraction > PLAUSIBLE_CEILING_FRACTION:
             flags.append(f"{s.name}: {s.roofline_fraction:.0%} of the measured ceiling is above what the GPU can do")
         for label, ref in (("reference", s.reference_ms), ("calibrated reference", s.calibrated_ms)):
             if ref and s.time_ms and ref / s.time_ms > thresholds.implausible_ratio:

@@ -78,7 +78,7 @@ def test_naive_kernel_is_correct_and_scores_fewer_performance_points(name: str) 
     spec = spec_of(name)
     r = grade_folder(spec, FIXTURES / "gpu" / f"{name}_naive", reference=ROOT / "solutions" / name)
     assert r.correct, r.smallest_failure
-    assert r.score.performance < spec.points_performance, [s.value for s in r.score.shapes]
+    assert r.score.performance < 0.25 * spec.points_performance, [s.value for s in r.score.shapes]
 
 
 def test_uncoalesced_variant_scores_fewer_points() -> None:
