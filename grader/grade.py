@@ -20,7 +20,7 @@ from grader.cases import Case, Profile, case_strategy, combine_seed, edge_cases,
 from grader.device import Ceilings, ClockState, DeviceInfo, clock_state
 from grader.instance import Instance, load_oracle
 from grader.sandbox.buffers import Backend
-from grader.sandbox.supervisor import KIND_TEXT, Outcome, Worker, WorkerConfig
+from grader.sandbox.supervisor import KIND_TEXT, Worker, WorkerConfig
 from grader.spec import Benchmark, Spec
 from grader.timing import Contestant, ShapeResult, StopPolicy, run_benchmark
 
