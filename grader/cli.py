@@ -127,7 +127,7 @@ def list_cmd(root: str | None) -> None:
     console = Console()
     t = Table(show_edge=False)
     for col in ("exercise", "title", "points", "your folder"):
-        t.add_column(col)
+        t.add_column(col, overflow="fold")
     r = _root(root)
     for ex in list_exercises(r):
         try:

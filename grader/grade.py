@@ -137,6 +137,9 @@ class Progress:
 def static_check(spec: Spec, submission: Path) -> tuple[str, str] | None:
     """(kind, message) when the submission folder cannot be graded as it stands: a missing file,
     a forbidden feature in its source, or a required one missing from kernel.cu."""
+    if submission.is_file():
+        return "bad_submission", (f"{submission}: is a file; fix: pass the folder that holds kernel.cu and "
+                                  f"solution.py (--submission {submission.parent})")
     if not submission.is_dir():
         return "bad_submission", f"{submission}: no such folder; fix: pass --submission DIR with kernel.cu and solution.py"
     for f in SUBMISSION_FILES:

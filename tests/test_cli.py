@@ -140,3 +140,11 @@ def test_broken_spec_is_one_line_naming_file_and_field(runner, tmp_path):
     out = runner.invoke(cli.main, ["90", "--root", str(course), "--backend", "host"])
     assert out.exit_code == cli.EXIT_ERROR
     assert "spec.toml: [dims.n] max (0) is below min (1); fix: set max >= min" in out.output
+
+
+def test_a_file_given_as_submission_says_to_pass_its_folder(runner, tmp_path):
+    f = tmp_path / "solution.py"
+    f.write_text("def solve(a, b, c): pass\n")
+    out = runner.invoke(cli.main, ["90", "--root", str(COURSE), "--backend", "host", "--submission", str(f)])
+    assert out.exit_code == cli.EXIT_NOT_GRADED
+    assert "is a file; fix: pass the folder" in out.output

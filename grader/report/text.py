@@ -95,7 +95,7 @@ def render(r: GradeResult, console: Console) -> None:
     if r.kernels:
         t = Table(title="kernels", title_justify="left", show_edge=False)
         for col in ("kernel", "registers", "shared B", "local B", "max threads"):
-            t.add_column(col, justify="right" if col != "kernel" else "left")
+            t.add_column(col, justify="right" if col != "kernel" else "left", overflow="fold")
         for k in r.kernels:
             t.add_row(k["name"], str(k["registers"]), str(k["shared_bytes"]), str(k["local_bytes"]), str(k["max_threads"]))
         console.print(t)
@@ -116,7 +116,7 @@ def render(r: GradeResult, console: Console) -> None:
         for d in f.details[:3]:
             console.print(f"  {d}", markup=False, highlight=False)
         if r.repro:
-            console.print(f"  reproduce: [cyan]{r.repro}[/]", highlight=False)
+            console.print(f"  reproduce: [cyan]{r.repro}[/]", highlight=False, soft_wrap=True)
         others = [c for c in failures if c is not f]
         for c in others[:MAX_LISTED_FAILURES]:
             console.print(f"  also failing: {c.description}: {c.message[:160]}", markup=False, highlight=False)
@@ -125,7 +125,7 @@ def render(r: GradeResult, console: Console) -> None:
     if r.benchmarks:
         t = Table(title="\nPerformance", title_justify="left", show_edge=False)
         for col in ("shape", "median ms", "IQR ms", "GB/s", "TFLOP/s", "% ceiling", "reference ms", "ratio"):
-            t.add_column(col, justify="left" if col == "shape" else "right")
+            t.add_column(col, justify="left" if col == "shape" else "right", overflow="fold")
         for b in r.benchmarks:
             s = b.submission
             ref_ms = b.reference.time_ms if b.reference and b.reference.time_ms else b.calibrated_ms
