@@ -125,3 +125,45 @@ def test_time_request_returns_one_sample_per_call(tmp_path, arrays):
         assert all(t >= 0 for t in out.data["times_ms"])
     finally:
         w.close()
+
+
+def test_a_package_planted_in_the_working_directory_cannot_shadow_the_grader(tmp_path, arrays):
+    """A submission that writes a fake `grader` package into its working directory must not
+    change the code of the next worker (python -m would put the cwd first on sys.path)."""
+    body = """
+    import os
+    os.makedirs("grader/sandbox", exist_ok=True)
+    open("grader/__init__.py", "w").write("raise SystemExit('shadowed')\\n")
+    open("grader/sandbox/__init__.py", "w").write("")
+    def solve(a, b, c):
+        c[...] = a + b
+        os._exit(1)  # force a restart
+    """
+    w = start(make_submission(tmp_path, body))
+    try:
+        assert w.ensure().ok
+        first_cwd = w.cwd
+        assert not run(w, arrays).ok          # the worker died: it is started again
+        assert w.ensure().ok, w.log_tail()    # the planted package was not imported
+        assert w.cwd != first_cwd and not (first_cwd / "grader").exists()
+    finally:
+        w.close()
+
+
+def test_the_worker_never_imports_from_its_working_directory(tmp_path, arrays, monkeypatch):
+    """Even a planted package already sitting in the worker's cwd is not imported (python -P)."""
+    import tempfile
+
+    planted = tmp_path / "cwd"
+    (planted / "grader" / "sandbox").mkdir(parents=True)
+    (planted / "grader" / "__init__.py").write_text("raise SystemExit('shadowed')\n")
+    (planted / "grader" / "sandbox" / "__init__.py").write_text("")
+    monkeypatch.setattr(tempfile, "mkdtemp", lambda prefix="": str(planted))
+    w = start(make_submission(tmp_path, ADD))
+    try:
+        assert w.cwd is None
+        out = w.ensure()
+        assert w.cwd == planted and out.ok, (out, w.log_tail())
+    finally:
+        monkeypatch.undo()
+        w.close()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import resource
+import shutil
 import signal
 import socket
 import subprocess
@@ -84,6 +85,9 @@ class Worker:
         self.proc: subprocess.Popen | None = None
         self.sock: socket.socket | None = None
         self.log_path = Path(tempfile.mkstemp(prefix="grade-worker-", suffix=".log")[1])
+        # A fresh, private working directory per worker: what one worker leaves there (a planted
+        # `grader` package, say) is never seen by another.
+        self.cwd: Path | None = None
         self.load_data: dict[str, Any] = {}
         self.starts = 0
 
@@ -100,13 +104,16 @@ class Worker:
 
     def _start(self) -> Outcome:
         self.kill()
+        self._new_cwd()
         parent, child = socket.socketpair()
         log = open(self.log_path, "ab")
         try:
+            # -P: do not put the working directory first on sys.path (python -m would), so nothing
+            # written there can shadow the grader's own modules.
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "grader.sandbox.worker", str(child.fileno()), self.config.backend],
+                [sys.executable, "-P", "-m", "grader.sandbox.worker", str(child.fileno()), self.config.backend],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, pass_fds=(child.fileno(),),
-                env=_worker_env(), cwd=tempfile.gettempdir(), start_new_session=True, preexec_fn=_limits)
+                env=_worker_env(), cwd=self.cwd, start_new_session=True, preexec_fn=_limits)
         finally:
             child.close()
             log.close()
@@ -137,6 +144,11 @@ class Worker:
             self.sock.close()
         self.proc, self.sock = None, None
 
+    def _new_cwd(self) -> None:
+        if self.cwd is not None:
+            shutil.rmtree(self.cwd, ignore_errors=True)
+        self.cwd = Path(tempfile.mkdtemp(prefix="grade-worker-cwd-"))
+
     def close(self) -> None:
         if self.alive and self.sock is not None:
             try:
@@ -145,6 +157,9 @@ class Worker:
             except Exception:
                 pass
         self.kill()
+        if self.cwd is not None:
+            shutil.rmtree(self.cwd, ignore_errors=True)
+            self.cwd = None
 
     def log_tail(self, lines: int = 15) -> str:
         try:
