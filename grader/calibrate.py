@@ -62,10 +62,27 @@ def calibrate_exercise(name: str, grade_reference: Callable[[], object]) -> list
     return out
 
 
-def entries(results: list[ShapeCalibration]) -> dict[str, dict[str, Mapping[str, float]]]:
+def calibrate_all(exercises: list, grade_fn: Callable[..., object]) -> list[ShapeCalibration]:
+    """Calibrate each exercise's reference solution; ``grade_fn(spec, folder, reference, policy)``
+    grades on this GPU. An exercise without ``solutions/<name>/solution.py`` is refused."""
+    from grader.spec import load_spec
+    results: list[ShapeCalibration] = []
+    for ex in exercises:
+        if not (ex.solution / "solution.py").is_file():
+            results.append(ShapeCalibration(ex.name, "*", None, None, 0,
+                                            f"no reference solution at {ex.solution / 'solution.py'}"))
+            continue
+        spec = load_spec(ex.spec_path)
+        results += calibrate_exercise(ex.name, lambda: grade_fn(spec, ex.solution, None, POLICY))
+    return results
+
+
+def entries(results: list[ShapeCalibration], keep_refused: bool = False) -> dict[str, dict[str, Mapping[str, float]]]:
     """Exercises whose every shape was accepted, as ``write_calibration`` takes them (an exercise
-    with any refused shape is left out whole, so the file never mixes old and new times)."""
-    refused = {c.exercise for c in results if c.refused is not None}
+    with any refused shape is left out whole, so the file never mixes old and new times).
+    ``keep_refused`` keeps every measured shape (for reference times shared within one batch run,
+    where every student is compared with the same numbers)."""
+    refused = set() if keep_refused else {c.exercise for c in results if c.refused is not None}
     out: dict[str, dict[str, Mapping[str, float]]] = {}
     for c in results:
         if c.exercise not in refused and c.median_ms is not None:

@@ -394,7 +394,6 @@ def calibrate_cmd(exercises: tuple[str, ...], dry_run: bool, root: str | None) -
     from grader import calibrate as cal
     from grader.calibration import calibration_path, write_calibration
     from grader.grade import versions
-    from grader.spec import load_spec
 
     r = _root(root)
     info = _detect_gpu()
@@ -402,13 +401,9 @@ def calibrate_cmd(exercises: tuple[str, ...], dry_run: bool, root: str | None) -
         from grader.device import unavailable_reason
         raise click.ClickException(f"{unavailable_reason()}: calibration times kernels on a GPU")
     grade_fn = _gpu_grader(r, info)
-    results = []
     console = Console()
-    with console.status("calibrating...") as status:
-        for ex in _exercises(r, exercises):
-            status.update(f"timing the reference of {ex.name}")
-            spec = load_spec(ex.spec_path)
-            results += cal.calibrate_exercise(ex.name, lambda: grade_fn(spec, ex.solution, None, cal.POLICY))
+    with console.status("timing the reference solutions..."):
+        results = cal.calibrate_all(_exercises(r, exercises), grade_fn)
     t = Table(show_edge=False)
     for col in ("exercise", "shape", "median ms", "IQR ms", "samples", "verdict"):
         t.add_column(col)
@@ -549,7 +544,6 @@ def _shared_reference_times(root: Path, exs, out_dir: Path, info) -> Path | None
     from grader import calibrate as cal
     from grader.calibration import calibration_path, write_calibration
     from grader.grade import versions
-    from grader.spec import load_spec
 
     path = out_dir / f"reference-times-{info.arch}.toml"
     if path.is_file():
@@ -558,16 +552,8 @@ def _shared_reference_times(root: Path, exs, out_dir: Path, info) -> Path | None
     if not with_solutions:
         fallback = calibration_path(root, info.arch)
         return fallback if fallback.is_file() else None
-    grade_fn = _gpu_grader(root, info)
-    results = []
-    for ex in with_solutions:
-        spec = load_spec(ex.spec_path)
-        results += cal.calibrate_exercise(ex.name, lambda: grade_fn(spec, ex.solution, None, cal.POLICY))
-    entries = {c.exercise: {} for c in results}
-    for c in results:  # keep even noisy measurements here: they are shared by every student alike
-        if c.median_ms:
-            entries[c.exercise][c.shape] = {"median_ms": c.median_ms, "iqr_ms": c.iqr_ms or 0.0, "samples": c.samples}
-    write_calibration(path, cal.meta(info, versions(info)), entries)
+    results = cal.calibrate_all(with_solutions, _gpu_grader(root, info))
+    write_calibration(path, cal.meta(info, versions(info)), cal.entries(results, keep_refused=True))
     return path
 
 

@@ -24,6 +24,7 @@ import venv
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.check import TODO
 from grader.spec import Exercise, load_spec
 
 TRIVIAL = re.compile(r"^[\s{}()\[\];,:.]*$")
@@ -165,7 +166,7 @@ def check_bundle(out: Path, exercises: list[Exercise]) -> list[str]:
         if not (out / "student_template" / ex.name / "solution.py").is_file():
             problems.append(f"student_template/{ex.name}: missing; students need a stub to start from")
         for path in sorted(pub.glob("*")):
-            if path.is_file() and re.search(r"\bTODO\b", path.read_text(errors="replace")):
+            if path.is_file() and TODO.search(path.read_text(errors="replace")):
                 problems.append(f"exercises/{ex.name}/{path.name}: still has TODO markers; fix them before publishing")
     # Lines that public material has anyway (the grader's own code, any stub) give nothing away.
     public = [*(out / "grader").rglob("*.py"), *(out / "student_template").rglob("*")]
@@ -215,23 +216,21 @@ def check_installs(out: Path, exercise: str | None) -> tuple[str, str | None]:
 
 
 def _install_and_run(env_dir: Path, out: Path, exercise: str | None) -> tuple[str, str | None]:
-    try:
-        venv.EnvBuilder(with_pip=False, system_site_packages=True).create(env_dir)
-        py = env_dir / "bin" / "python"
-        pip = subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", str(out)],
-                             capture_output=True, text=True, timeout=900)
-        if pip.returncode != 0:
-            return "install failed", f"the bundle does not install: {(pip.stderr or pip.stdout).strip().splitlines()[-1]}"
-        if exercise is None:
-            return "installed", None
-        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "GRADER_SECRET")}
-        run = subprocess.run([str(env_dir / "bin" / "grade"), exercise[:4], "--no-timing"], cwd=out,
-                             capture_output=True, text=True, timeout=600, env=env)
-        text = run.stdout + run.stderr
-        if "Traceback" in text or run.returncode not in (0, 1, 4):
-            return "grade failed", f"`grade {exercise[:4]}` in the installed bundle failed (exit {run.returncode}): {text.strip()[-300:]}"
-        how = "no GPU here: one-line message" if run.returncode == 4 else f"graded (exit {run.returncode})"
-        return f"installed; `grade {exercise[:4]}` ran ({how})", None
-    finally:
-        shutil.rmtree(env_dir, ignore_errors=True)
+    """Install ``out`` into a new venv at ``env_dir`` (the caller removes both) and run grade there."""
+    venv.EnvBuilder(with_pip=False, system_site_packages=True).create(env_dir)
+    py = env_dir / "bin" / "python"
+    pip = subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", str(out)],
+                         capture_output=True, text=True, timeout=900)
+    if pip.returncode != 0:
+        return "install failed", f"the bundle does not install: {(pip.stderr or pip.stdout).strip().splitlines()[-1]}"
+    if exercise is None:
+        return "installed", None
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "GRADER_SECRET")}
+    run = subprocess.run([str(env_dir / "bin" / "grade"), exercise[:4], "--no-timing"], cwd=out,
+                         capture_output=True, text=True, timeout=600, env=env)
+    text = run.stdout + run.stderr
+    if "Traceback" in text or run.returncode not in (0, 1, 4):
+        return "grade failed", f"`grade {exercise[:4]}` in the installed bundle failed (exit {run.returncode}): {text.strip()[-300:]}"
+    how = "no GPU here: one-line message" if run.returncode == 4 else f"graded (exit {run.returncode})"
+    return f"installed; `grade {exercise[:4]}` ran ({how})", None
 

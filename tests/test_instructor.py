@@ -257,3 +257,18 @@ def test_batch_grades_everyone_and_resumes_after_an_interruption(runner, tmp_pat
                                                            ("dave", False)]
     csv_lines = (res / "summary.csv").read_text().splitlines()
     assert csv_lines[0].startswith("student,exercise,status,score") and len(csv_lines) == 5
+
+
+def test_shared_reference_times_keep_refused_shapes_but_calibration_does_not():
+    ok = calibrate.ShapeCalibration("ex01", "a", 1.0, 0.01, 40, None)
+    noisy = calibrate.ShapeCalibration("ex01", "b", 2.0, 0.9, 40, "too noisy")
+    assert calibrate.entries([ok, noisy]) == {}
+    assert set(calibrate.entries([ok, noisy], keep_refused=True)["ex01"]) == {"a", "b"}
+
+
+def test_calibrating_an_exercise_without_a_solution_is_refused(course):
+    from grader.spec import list_exercises
+    ex = next(e for e in list_exercises(course) if e.name == "ex90_add")
+    shutil.rmtree(ex.solution)
+    (res,) = calibrate.calibrate_all([ex], lambda *a: pytest.fail("must not grade"))
+    assert res.refused.startswith("no reference solution at")
