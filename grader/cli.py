@@ -49,6 +49,7 @@ def main() -> None:
       grade ex07                    grade student_template/ex07_softmax on this GPU
       grade ex07 --submission DIR   grade another folder (kernel.cu + solution.py)
       grade ex07 --compile-only     compile + static report (works without a GPU)
+      grade ex07 --sanitize         the smallest failing case under compute-sanitizer
       grade list                    the exercises
       grade run --help              every option of a grade
     Instructors and CI:
@@ -181,15 +182,27 @@ def _emit_error(fmt: str, output: str | None, json_out: str | None, exercise: st
               help="Seconds for the whole grade (default: the spec's [limits] total_s).")
 @click.option("--case-limit", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Seconds for one call of solve (default: the spec's [limits] case_s).")
+@click.option("--sanitize", is_flag=True, help="Re-run the smallest failing case (or --case TOKEN; without a "
+              "failure, the first edge case) under NVIDIA compute-sanitizer with memcheck, racecheck, initcheck and "
+              "synccheck, kernel.cu compiled with -lineinfo, and report each tool's first errors as kernel.cu:LINE. "
+              "Exit 1 when a tool reports an error. Needs compute-sanitizer (CUDA toolkit) and a GPU.")
+@click.option("--sanitize-tools", "sanitize_tools", default=None, metavar="TOOL,...",
+              help="With --sanitize: the tools to run, in order (default: memcheck,racecheck,initcheck,synccheck); "
+              "implies --sanitize.")
 @root_option
 @click.option("--backend", type=click.Choice(["auto", "cuda", "host"]), default="auto", hidden=True,
               help="host runs numpy submissions on the CPU (for the grader's own tests).")
 def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None, json_out: str | None, mode: str,
             seed: int, case_token: str | None, no_timing: bool, compile_only: bool, arch: str | None,
             fail_under: float | None, reference: bool, reference_times: str | None, time_limit: float | None,
-            case_limit: float | None, root: str | None, backend: str) -> None:
+            case_limit: float | None, sanitize: bool, sanitize_tools: str | None, root: str | None,
+            backend: str) -> None:
     """Grade one exercise: EXERCISE is 7, ex07 or ex07_softmax."""
     from grader.spec import SpecError, load_spec
+
+    tools: tuple[str, ...] = ()
+    if sanitize or sanitize_tools is not None:
+        tools = _sanitize_options(sanitize_tools, compile_only, backend, fmt)
 
     r = _root(root)
     ex = _exercises(r, [exercise])[0]
@@ -218,6 +231,12 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
     if case_limit:
         from dataclasses import replace
         spec = replace(spec, limits=replace(spec.limits, case_s=case_limit))
+    sanitizer = None
+    if tools:  # before looking for a GPU: without the tool nothing here can help
+        from grader.sanitize import MISSING, find_sanitizer
+        sanitizer = find_sanitizer()
+        if sanitizer is None:
+            _emit_error(fmt, output, json_out, ex.name, str(sub), "no_sanitizer", MISSING, EXIT_ERROR)
 
     from grader import device as dev
     from grader.calibration import load_calibration, load_calibration_file
@@ -246,7 +265,7 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
         ref_dir = ex.solution if reference and (ex.solution / "solution.py").is_file() else None
         secret = os.environ.get(SECRET_ENV) if mode == "grading" else None
         options = GradeOptions(profile=PROFILES[mode], seed=seed, secret=secret, backend=be.name,
-                               case_token=case_token, reference=ref_dir, benchmark=not no_timing)
+                               case_token=case_token, reference=ref_dir, benchmark=not no_timing and not tools)
         result = grade(spec, sub, options, be, info, ceilings, calibration, progress)
     except GradeTimeout:
         progress.done()
@@ -263,6 +282,9 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
     progress.done()
+    if tools and sanitizer is not None:
+        sys.exit(_sanitize_after(spec, ex.spec_path, sub, result, tools, sanitizer, fmt, output, json_out,
+                                 mode, seed, secret, case_token))
     code = _exit_code(result, fail_under)
     from grader.report.formats import render, write
     if json_out:
@@ -279,6 +301,132 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
         else:
             click.echo(text)
     sys.exit(code)
+
+
+def _sanitize_options(tools: str | None, compile_only: bool, backend: str, fmt: str) -> tuple[str, ...]:
+    """The tools --sanitize runs; usage errors for combinations it cannot serve."""
+    from grader.sanitize import TOOLS, parse_tools
+    if compile_only:
+        raise click.UsageError("--sanitize runs kernels on the GPU; drop --compile-only")
+    if backend == "host":
+        raise click.UsageError("--sanitize needs the CUDA backend")
+    if fmt not in ("text", "json"):
+        raise click.BadParameter("--sanitize writes text or json", param_hint="--format")
+    if tools is None:
+        return TOOLS
+    try:
+        return parse_tools(tools)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--sanitize-tools") from None
+
+
+def sanitize_case(spec, result, mode: str, seed: int, secret: str | None,
+                  case_token: str | None) -> tuple[str | None, str]:  # type: ignore[no-untyped-def]
+    """(token, why it was chosen) of the case to sanitize: --case, else the smallest failing case,
+    else the first edge case; (None, why) when there is none."""
+    from grader.cases import PROFILES, combine_seed, edge_cases
+    if case_token:
+        return case_token, "the case given with --case"
+    small = result.smallest_failure
+    if small is not None and small.token:
+        return small.token, f"the smallest failing case ({small.description}: {small.status})"
+    edges = edge_cases(spec, PROFILES[mode], combine_seed(seed, secret))
+    if edges:
+        return edges[0].token, f"no case failed, so the first edge case ({edges[0].describe(spec)})"
+    return None, "no case failed and the spec has no edge cases; pass --case TOKEN"
+
+
+def _sanitize_after(spec, spec_path: Path, sub: Path, result, tools: tuple[str, ...], sanitizer: str, fmt: str,
+                    output: str | None, json_out: str | None, mode: str, seed: int, secret: str | None,
+                    case_token: str | None) -> int:  # type: ignore[no-untyped-def]
+    """Run the sanitizer after the correctness pass and report; returns the exit code: 0 clean,
+    1 a tool reported errors, 3 the submission could not be graded, 4 a tool could not run."""
+    from grader import sanitize as san
+    from grader.report.formats import render, write
+
+    console = Console()
+    if result.status != "graded":  # compile error, malformed solve...: the grade report says why
+        code = EXIT_NOT_GRADED
+        if fmt == "text":
+            from grader.report.text import render as render_text
+            render_text(result, console)
+        else:
+            click.echo(render(result, "json", code))
+        for path in (p for p in (output, json_out) if p):
+            write(render(result, "json" if path == json_out or fmt == "json" else "text", code), Path(path))
+        return code
+    token, why = sanitize_case(spec, result, mode, seed, secret, case_token)
+    if token is None:
+        click.echo(f"grade: {why}", err=True)
+        return EXIT_ERROR
+    timeout = san.timeout_for(spec.limits.case_s, spec.limits.compile_s)
+    if fmt == "text":
+        from grader.report.text import render as render_text
+        render_text(result, console)
+        console.rule(f"[bold]compute-sanitizer[/]: {', '.join(tools)}")
+        console.print(f"case [bold]{escape(token)}[/]: {escape(why)}", highlight=False)
+        with console.status("") as status:
+            reports = san.sanitize(sanitizer, tools, spec_path, sub, token, timeout,
+                                   on_tool=lambda t: status.update(f"running {t} (up to {timeout:g} s)..."))
+    else:
+        reports = san.sanitize(sanitizer, tools, spec_path, sub, token, timeout)
+    found = any(r.findings or r.error_count for r in reports)
+    code = EXIT_BELOW if found else EXIT_ERROR if any(r.status != "ok" for r in reports) else EXIT_OK
+    data = {"exercise": spec.name, "submission": str(sub), "case": token, "case_reason": why,
+            "sanitizer": sanitizer, "exit_code": code, "tools": [san.to_dict(r) for r in reports]}
+    import json
+    text_json = json.dumps(data, indent=2)
+    if json_out:
+        write(text_json, Path(json_out))
+    if fmt == "json":
+        if output:
+            write(text_json, Path(output))
+        else:
+            click.echo(text_json)
+        return code
+    lines = sanitize_text(reports)
+    for ln in lines:
+        console.print(ln, highlight=False)
+    if output:
+        from io import StringIO
+        buf = StringIO()
+        plain = Console(file=buf, width=120, force_terminal=False, color_system=None)
+        plain.print(f"compute-sanitizer ({', '.join(tools)}) on case {escape(token)}: {escape(why)}", highlight=False)
+        for ln in lines:
+            plain.print(ln, highlight=False)
+        write(render(result, "text", code) + buf.getvalue(), Path(output))
+    return code
+
+
+SANITIZE_SHOWN = 3  # findings shown per tool
+
+
+def sanitize_text(reports) -> list[str]:  # type: ignore[no-untyped-def]
+    """The sanitizer section, as rich markup lines."""
+    from grader.sanitize import summary_line
+    lines = []
+    for r in reports:
+        color = "green" if r.clean else "yellow" if r.status != "ok" and not r.findings else "red"
+        lines.append(f"[{color}]{escape(summary_line(r))}[/]" + (f" ({r.seconds:.0f} s)" if r.seconds >= 1 else ""))
+        if r.message:
+            lines.append(f"  {escape(r.message)}")
+        for f in r.findings[:SANITIZE_SHOWN]:
+            times = f" (x{f.repeats})" if f.repeats > 1 else ""
+            sev = "" if f.severity == "error" else f" [{f.severity}]"
+            lines.append(f"  [bold]{escape(f.where)}[/]: {escape(f.kind)}{escape(sev)}{times}")
+            if f.message:
+                lines.append(f"      {escape(f.message)}")
+        more = len(r.findings) - SANITIZE_SHOWN
+        if more > 0 or r.not_printed:
+            lines.append(f"  ... {max(more, 0)} more distinct report(s)"
+                         + (f", {r.not_printed} beyond the print limit" if r.not_printed else ""))
+        if r.findings and not any(f.line for f in r.findings):
+            lines.append("  (no kernel.cu line: was the kernel compiled through grader.kernel.load?)")
+        if r.note:
+            lines.append(f"  [dim]{escape(r.note)}[/]")
+        if r.status != "ok" and r.raw_tail:
+            lines += [f"  | {escape(t)}" for t in r.raw_tail.splitlines()[-8:]]
+    return lines
 
 
 def _exit_code(result, fail_under: float | None) -> int:  # type: ignore[no-untyped-def]
