@@ -15,6 +15,7 @@ from typing import Any, Mapping
 from hypothesis import HealthCheck, Phase, Verbosity, settings
 from hypothesis import strategies as st
 
+from grader.dtypes import encode
 from grader.spec import DimSpec, Spec, dims_label, elements
 
 MAX_SEED = 2**32 - 1
@@ -213,7 +214,8 @@ def make_inputs(spec: Spec, case: Case, xp: Any) -> dict[str, Any]:
 
 
 def draw_values(xp: Any, rs: Any, kind: str, p: Mapping[str, float], shape: tuple[int, ...], dtype: str) -> Any:
-    """Values of one distribution (see ``spec.DISTRIBUTIONS``), cast to ``dtype``."""
+    """Values of one distribution (see ``spec.DISTRIBUTIONS``), cast to ``dtype`` (bfloat16 as its
+    bits, see ``grader.dtypes``)."""
     if kind == "normal":
         a = rs.normal(p["mean"], p["std"], size=shape)
     elif kind == "uniform":
@@ -225,4 +227,4 @@ def draw_values(xp: Any, rs: Any, kind: str, p: Mapping[str, float], shape: tupl
             a = xp.where(mask, int(p["value"]), a)
     else:  # pragma: no cover - spec validation rejects unknown kinds
         raise ValueError(kind)
-    return xp.ascontiguousarray(a.astype(dtype))
+    return encode(xp, a, dtype)

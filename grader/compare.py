@@ -2,7 +2,10 @@
 
 An element passes when ``|out - ref| <= atol + rtol * |ref|`` (numpy.isclose's rule, with ref
 in float64), or when both are the same infinity; NaN in the output fails unless the oracle has
-NaN there too and the spec sets ``equal_nan``. Works with numpy or cupy arrays (``xp``).
+NaN there too and the spec sets ``equal_nan``. With a norm-wise tolerance the whole output passes
+when ``||out - ref||_F <= normwise * ||ref||_F`` and every element is finite where the oracle's is
+(Higham, "Accuracy and Stability of Numerical Algorithms", 2nd ed., sec. 3.5 and 6: matrix-product
+error bounds are natural norm-wise). Works with numpy or cupy arrays (``xp``).
 
 Outputs are poisoned before every call with :func:`poison_value` (a NaN with a payload for floats),
 so elements that were never written are counted separately from wrong ones.
@@ -50,11 +53,18 @@ class Mismatch:
     pattern: str | None
     atol: float
     rtol: float
+    normwise_err: float | None = None     # ||out - ref||_F / ||ref||_F, when a norm-wise bound applies
+    normwise_bound: float | None = None
 
     def summary(self) -> str:
         """One or two lines for the report."""
         idx = ", ".join(map(str, self.first_bad_index))
-        parts = [f"{self.output}: {self.n_bad} of {self.n_total} elements wrong"]
+        if self.normwise_bound is not None:
+            parts = [f"{self.output}: norm-wise relative error {self.normwise_err:.3g} "
+                     f"(allowed {self.normwise_bound:.3g}); {self.n_bad} of {self.n_total} elements off by more "
+                     f"than the allowed RMS error"]
+        else:
+            parts = [f"{self.output}: {self.n_bad} of {self.n_total} elements wrong"]
         if self.n_unwritten:
             parts.append(f"{self.n_unwritten} never written (still hold the poison)")
         if self.n_nan:
@@ -63,7 +73,8 @@ class Mismatch:
         text += f"; first at [{idx}]: got {self.first_bad_got:.7g}, expected {self.first_bad_expected:.7g}"
         if math.isfinite(self.max_abs_err):
             text += f"; max abs err {self.max_abs_err:.3g}, max rel err {self.max_rel_err:.3g}"
-        text += f" (atol {self.atol:.3g}, rtol {self.rtol:.3g})"
+        if self.normwise_bound is None:
+            text += f" (atol {self.atol:.3g}, rtol {self.rtol:.3g})"
         if self.pattern:
             text += f"; pattern: {self.pattern}"
         return text
@@ -77,8 +88,15 @@ def resolve_atol(tol: Tolerance, dtype: str, dims: Mapping[str, int], inputs: Ma
     return float(tol.atol.evaluate(env, {"abs_sum": lambda a: float(xp.abs(a.astype(xp.float64)).sum())}))
 
 
+def resolve_normwise(tol: Tolerance, dtype: str, dims: Mapping[str, int]) -> float | None:
+    """The norm-wise bound at these dims (None when the tolerance has none)."""
+    if tol.normwise is None:
+        return None
+    return float(tol.normwise.evaluate({**dims, "eps": machine_epsilon(dtype)}))
+
+
 def compare(name: str, out: Any, ref: Any, tol: Tolerance, atol: float, equal_nan: bool, xp: Any,
-            axis_names: Sequence[str] = ()) -> Mismatch | None:
+            axis_names: Sequence[str] = (), normwise: float | None = None) -> Mismatch | None:
     """None when ``out`` matches ``ref`` within tolerance, else a :class:`Mismatch`.
 
     Args:
@@ -86,13 +104,14 @@ def compare(name: str, out: Any, ref: Any, tol: Tolerance, atol: float, equal_na
         ref: the oracle's output, float64 (or an integer dtype for exact outputs).
         atol: resolved absolute tolerance (see :func:`resolve_atol`).
         axis_names: names for the axes in the pattern description (the spec's shape symbols).
+        normwise: resolved norm-wise bound (see :func:`resolve_normwise`), or None.
     """
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        return _compare(name, out, ref, tol, atol, equal_nan, xp, axis_names)
+        return _compare(name, out, ref, tol, atol, equal_nan, xp, axis_names, normwise)
 
 
 def _compare(name: str, out: Any, ref: Any, tol: Tolerance, atol: float, equal_nan: bool, xp: Any,
-             axis_names: Sequence[str]) -> Mismatch | None:
+             axis_names: Sequence[str], normwise: float | None = None) -> Mismatch | None:
     if out.shape != ref.shape:
         raise ValueError(f"{name}: shape {out.shape} differs from the oracle's {ref.shape}")
     dtype = str(out.dtype)
@@ -106,16 +125,33 @@ def _compare(name: str, out: Any, ref: Any, tol: Tolerance, atol: float, equal_n
         ref64 = ref.astype(xp.float64)
         diff = xp.abs(got64 - ref64)
         # An infinite oracle value is matched only by the same infinity (inf <= inf would pass anything).
-        ok = (xp.isfinite(ref64) & (diff <= atol + tol.rtol * xp.abs(ref64))) | (got64 == ref64)
+        if tol.elementwise:
+            ok = (xp.isfinite(ref64) & (diff <= atol + tol.rtol * xp.abs(ref64))) | (got64 == ref64)
+        else:
+            ok = xp.isfinite(got64) | (got64 == ref64)
         if equal_nan:
             ok |= xp.isnan(got64) & xp.isnan(ref64)
     view, bits = poison_value(dtype)
     unwritten = out.view(view) == view(bits)
     if not exact:
         ok &= ~unwritten  # the float poison is a NaN: never let equal_nan accept an unwritten element
+    norm_err = None
+    if normwise is not None and not exact:
+        finite = xp.isfinite(ref64)
+        ref_norm = float(xp.sqrt(xp.sum(xp.where(finite, ref64, 0.0) ** 2)))
+        err_norm = float(xp.sqrt(xp.sum(xp.where(finite, diff, 0.0) ** 2)))
+        norm_err = err_norm / ref_norm if ref_norm > 0 else (0.0 if err_norm == 0 else math.inf)
+        if bool((unwritten | ~(xp.isfinite(got64) | (got64 == ref64))).any()):
+            norm_err = math.inf  # NaN, inf or unwritten elements never pass
+        if not norm_err <= normwise:
+            # elements "off": beyond the RMS error the bound allows per element
+            rms_allowed = normwise * ref_norm / math.sqrt(max(int(out.size), 1))
+            ok &= ~(diff > rms_allowed)
+            if bool(ok.all()):  # the error is spread thinly: report every element that differs
+                ok &= ~(diff > 0)
     bad = ~ok
     n_bad = int(bad.sum())
-    if n_bad == 0:
+    if n_bad == 0 and (norm_err is None or norm_err <= normwise):
         return None
     n_unwritten = int(unwritten.sum())
     n_nan = 0 if exact else int((xp.isnan(got64) & ~unwritten & bad).sum())
@@ -130,7 +166,8 @@ def _compare(name: str, out: Any, ref: Any, tol: Tolerance, atol: float, equal_n
         output=name, n_total=int(out.size), n_bad=n_bad, n_unwritten=n_unwritten, n_nan=n_nan,
         max_abs_err=max_abs, max_rel_err=max_rel, first_bad_index=first,
         first_bad_got=float(got64.ravel()[flat_first]), first_bad_expected=float(ref64.ravel()[flat_first]),
-        pattern=describe_pattern(bad, xp, axis_names), atol=atol, rtol=tol.rtol)
+        pattern=describe_pattern(bad, xp, axis_names), atol=atol, rtol=tol.rtol,
+        normwise_err=norm_err, normwise_bound=normwise)
 
 
 def describe_pattern(bad: Any, xp: Any, axis_names: Sequence[str] = ()) -> str | None:

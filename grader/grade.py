@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -22,9 +22,13 @@ from grader.instance import Instance, load_oracle
 from grader.sandbox.buffers import Backend
 from grader.sandbox.supervisor import KIND_TEXT, Worker, WorkerConfig
 from grader.spec import Benchmark, Spec
-from grader.timing import Contestant, ShapeResult, StopPolicy, run_benchmark
+from grader.timing import UNEVEN_RATIO, Contestant, ShapeResult, StopPolicy, run_benchmark
 
 SUBMISSION_FILES = ("kernel.cu", "solution.py")
+BASELINE_SUBMISSION = Path(__file__).resolve().parent / "sandbox" / "noop"
+# Failures while timing that fail correctness too (see grader.timing.ContestantTiming.failure_kind).
+TIMING_FAILS_CORRECTNESS = ("wrong", "forbidden_library", "host_memory_limit", "device_memory_limit",
+                            "malformed_times")
 MAX_TIMEOUTS = 2       # time-outs before no further case is run
 MAX_FAILED_RUNS = 25   # failing runs (edge cases and shrinking steps together) before stopping
 
@@ -184,8 +188,10 @@ class Grader:
         self.t0 = time.perf_counter()
 
     def _worker(self, folder: Path) -> Worker:
+        lim = self.spec.limits
         return Worker(WorkerConfig(self.backend.name, folder, self.spec.compile_options, self.arg_names,
-                                   self.spec.limits.compile_s, self.spec.limits.case_s))
+                                   lim.compile_s, lim.case_s, int(lim.host_memory_gib * 2**30),
+                                   int(lim.device_memory_gib * 2**30), self.spec.forbidden_libraries))
 
     # -- correctness ------------------------------------------------------------------------------
     def release(self, instance: Instance, *workers: Worker | None) -> None:
@@ -277,8 +283,11 @@ class Grader:
         return list(unique.values())
 
     # -- timing -----------------------------------------------------------------------------------
-    def benchmark(self, bench: Benchmark, reference: Worker | None, rng: random.Random) -> BenchResult:
+    def benchmark(self, bench: Benchmark, other: Worker | None, other_name: str, rng: random.Random) -> BenchResult:
+        """Time one shape: the submission against ``other``, the reference solution (``other_name``
+        "reference") or the no-op baseline worker ("baseline"), see grader.timing."""
         spec = self.spec
+        reference = other
         dims = bench.as_dict()
 
         def case(seed: int) -> Case:
@@ -298,9 +307,9 @@ class Grader:
                     return f"{where}, input set {k}: {message}"
             return None
 
-        contestants = [Contestant("submission", self.worker.request)]
-        if reference is not None:
-            contestants.append(Contestant("reference", reference.request))
+        contestants = [Contestant("submission", self.worker.request, self.worker.pause, self.worker.resume)]
+        if other is not None:
+            contestants.append(Contestant(other_name, other.request, other.pause, other.resume))
         flush = 2 * self.device.l2_bytes if self.device is not None else 0
         self.progress.phase(f"timing {bench.name}", None)
         descriptors = [inst.descriptors() for inst in sets]
@@ -322,7 +331,7 @@ class Grader:
                 import cupy
                 cupy.get_default_memory_pool().free_all_blocks()
         sub = results[0]
-        ref = results[1] if len(results) > 1 else None
+        ref = results[1] if len(results) > 1 and other_name == "reference" else None
         nbytes = float(bench.bytes.evaluate(dims))
         flops = float(bench.flops.evaluate(dims)) if bench.flops is not None else None
         t = sub.time_ms
@@ -335,6 +344,22 @@ class Grader:
             frac = achieved / ceiling if achieved and ceiling else None
         calibrated = self.calibration.median_ms(spec.name, bench.name)
         return BenchResult(bench.name, dims, nbytes, flops, sub, ref, calibrated, gbps, tflops, frac, clock)
+
+    def ptx_problem(self) -> str | None:
+        """Why the submission gets no performance points under ``[features] required_ptx`` (its
+        kernel.cu compiled to PTX lacks a required instruction), or None."""
+        if not self.spec.required_ptx:
+            return None
+        from grader.static import ptx_of
+        arch = self.device.arch if self.device is not None else "sm_90"
+        ptx = ptx_of(self.submission / "kernel.cu", self.spec.compile_options, arch)
+        if ptx is None:
+            return None  # cannot compile to PTX here: the performance comparison still applies
+        for pattern in self.spec.required_ptx:
+            if not re.search(pattern, ptx):
+                return (f"kernel.cu: its compiled PTX has no instruction matching {pattern!r}, which this exercise "
+                        f"requires ([features] required_ptx): no performance points")
+        return None
 
     def close(self) -> None:
         self.worker.close()
@@ -407,16 +432,30 @@ def grade(spec: Spec, submission: Path, options: GradeOptions, backend: Backend,
         bench_results: list[BenchResult] = []
         hc, hb = hidden_counts(spec)
         if correct and options.benchmark:
-            if options.reference is not None:  # also for the reference itself: a second worker, same code
-                reference = g._worker(options.reference.resolve())  # noqa: SLF001
-                ref_start = reference.ensure()
-                if not ref_start.ok:
-                    raise RuntimeError(f"the reference solution {options.reference} failed to load: {ref_start.message}")
+            # the reference solution, timed side by side; without it, the no-op baseline worker
+            # measures the harness's overhead for the wall-clock bound (grader.timing)
+            other_name = "reference" if options.reference is not None else "baseline"
+            other_dir = options.reference.resolve() if options.reference is not None else BASELINE_SUBMISSION
+            other = g._worker(other_dir)  # noqa: SLF001
+            other_start = other.ensure()
+            if not other_start.ok:
+                raise RuntimeError(f"the {other_name} worker ({other_dir}) failed to load: {other_start.message}")
+            reference = other
             rng = random.Random(g.seed ^ 0x5EED)
             for bench in spec.benchmarks:
                 if bench.hidden and not options.profile.hidden:
                     continue
-                bench_results.append(g.benchmark(bench, reference, rng))
+                bench_results.append(g.benchmark(bench, other, other_name, rng))
+            # wrong outputs (or a forbidden library, a memory cap) while timing fail correctness:
+            # a submission must be right on every call, not only on the checked ones
+            for b in bench_results:
+                if b.submission.failure_kind in TIMING_FAILS_CORRECTNESS:
+                    cases.append(CaseResult(token="", description=f"benchmark {b.name}", origin="benchmark",
+                                            size=0, status="fail", message=b.submission.failure or ""))
+            failures = [c for c in cases if not c.passed]
+            small = small or smallest(failures)
+            correct = not failures
+        performance_block = g.ptx_problem() if correct else None
         thresholds = spec.thresholds(device.arch if device else None)
         perf = [scoring.ShapePerf(b.name, b.time_ms, b.reference.time_ms if b.reference else None,
                                   b.calibrated_ms, b.ceiling_fraction, b.submission.failure) for b in bench_results]
@@ -428,17 +467,29 @@ def grade(spec: Spec, submission: Path, options: GradeOptions, backend: Backend,
                                None, (), None, "timing skipped (--no-timing)")
         else:
             sc = scoring.score(correct, perf, thresholds, spec.points_correctness, spec.points_performance)
+            if performance_block:
+                sc = replace(sc, performance=0.0, note=performance_block)
         flags = scoring.review_flags(perf, thresholds)
+        if performance_block:
+            flags.append(performance_block)
         for b in bench_results:
             if b.submission.outside_events:
                 flags.append(f"{b.name}: {b.submission.overhead_ms_per_call:.3f} ms per call ran outside the timed "
-                             f"events (side stream, host thread or deferred work?); the wall-clock time was used")
+                             f"events (side stream, host thread, deferred work or a patched timer?); the wall-clock "
+                             f"time was used")
+            if b.submission.uneven:
+                flags.append(f"{b.name}: call times within a round differ by more than {UNEVEN_RATIO:g}x (work of "
+                             f"several calls done in one?); each round is scored by its mean")
             if b.clock is not None and b.clock.throttled:
                 flags.append(f"{b.name}: GPU clock {b.clock.sm_mhz}/{b.clock.max_sm_mhz} MHz"
                              + (f", throttled ({', '.join(b.clock.throttle)})" if b.clock.throttle else "")
                              + "; timings may be low")
             if b.reference is not None and b.reference.failure:
                 raise RuntimeError(f"the reference solution failed while timing {b.name}: {b.reference.failure}")
+        g.close()  # now, so that processes it left behind are found and counted
+        if g.worker.strays_killed:
+            flags.append(f"the submission left {g.worker.strays_killed} process(es) running after its worker "
+                         f"stopped (a daemon?); they were killed")
         return GradeResult(
             exercise=spec.name, title=spec.title, submission=str(submission), status="graded", reason="",
             reason_kind="", profile=options.profile.name, seed=options.seed, secret_used=bool(options.secret),

@@ -9,7 +9,8 @@ import importlib.util
 from typing import Any, Callable, Mapping
 
 from grader.cases import Case, make_inputs
-from grader.compare import compare, poison_value, resolve_atol
+from grader.compare import compare, poison_value, resolve_atol, resolve_normwise
+from grader.dtypes import decode, storage_dtype
 from grader.sandbox.buffers import Backend, GuardedArray
 from grader.spec import ScalarSpec, Spec
 
@@ -32,15 +33,24 @@ def load_oracle(spec: Spec) -> Callable[..., Any]:
     return fn
 
 
-def run_oracle(oracle: Callable[..., Any], spec: Spec, values: Mapping[str, Any], xp: Any) -> list[Any]:
+def run_oracle(oracle: Callable[..., Any], spec: Spec, values: Mapping[str, Any], xp: Any,
+               types: Mapping[str, str] | None = None) -> list[Any]:
     """Expected outputs: ``oracle(xp, *args)`` with solve's arguments in order, pure outputs left
-    out, in-place outputs at their initial values, scalars as Python numbers.
+    out, in-place outputs at their initial values, scalars as Python numbers, bfloat16 tensors
+    decoded to float32 (``types``: the case's type variables).
 
     Raises:
         ValueError: the oracle returned the wrong number of outputs.
     """
-    args = [values[n].item() if isinstance(spec.argument(n), ScalarSpec) else values[n]
-            for n in spec.arg_order if n in values]
+    args = []
+    for n in spec.arg_order:
+        if n not in values:
+            continue
+        arg = spec.argument(n)
+        if isinstance(arg, ScalarSpec):
+            args.append(values[n].item())
+        else:
+            args.append(decode(xp, values[n], arg.concrete_dtype(types or {})))
     out = oracle(xp, *args)
     outs = list(out) if isinstance(out, (tuple, list)) else [out]
     if len(outs) != len(spec.outputs):
@@ -58,7 +68,7 @@ class Instance:
         self.dims, self.types = case.dim_dict, case.type_dict
         self.arrays: dict[str, GuardedArray] = {}
         for t in (*spec.inputs, *spec.outputs):
-            self.arrays[t.name] = backend.alloc(t.concrete_shape(self.dims), t.concrete_dtype(self.types),
+            self.arrays[t.name] = backend.alloc(t.concrete_shape(self.dims), storage_dtype(t.concrete_dtype(self.types)),
                                                 t.offset_elements(self.dims))
         self.values: dict[str, Any] = {}
         self.expected: list[Any] = []
@@ -67,7 +77,7 @@ class Instance:
     def refresh(self, case: Case) -> None:
         """Draw the values of ``case`` (same dims and types) and compute the expected outputs."""
         self.values = make_inputs(self.spec, case, self.xp)
-        self.expected = run_oracle(self.oracle, self.spec, self.values, self.xp)
+        self.expected = run_oracle(self.oracle, self.spec, self.values, self.xp, self.types)
         for t in self.spec.inputs:
             self.arrays[t.name].array[...] = self.values[t.name]
 
@@ -118,7 +128,8 @@ class Instance:
             tol = spec.tolerances[g.dtype]
             atol = resolve_atol(tol, g.dtype, self.dims, named, xp)
             axes = [s if isinstance(s, str) else f"axis {i}" for i, s in enumerate(t.shape)]
-            mm = compare(t.name, g.array, ref, tol, atol, spec.equal_nan, xp, axes)
+            mm = compare(t.name, g.array, ref, tol, atol, spec.equal_nan, xp, axes,
+                         resolve_normwise(tol, g.dtype, self.dims))
             if mm is not None:
                 details.append(mm.summary())
         if details:

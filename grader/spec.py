@@ -18,7 +18,8 @@ from typing import Any, Mapping
 
 from grader.expr import Expr, ExprError
 
-DTYPES = ("float16", "float32", "float64", "int8", "uint8", "int32", "uint32", "int64")
+DTYPES = ("float16", "bfloat16", "float32", "float64", "int8", "uint8", "int32", "uint32", "int64")
+INPUT_ONLY_DTYPES = ("bfloat16",)   # stored as raw bits (see grader.dtypes); never an output
 DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
     # kind -> required parameters
     "normal": ("mean", "std"),
@@ -104,10 +105,18 @@ class EdgeCase:
 
 @dataclass(frozen=True)
 class Tolerance:
-    """Elementwise |out - ref| <= atol + rtol * |ref|; ``atol`` may be an expression of the dims,
-    ``eps`` (the dtype's machine epsilon) and ``abs_sum(input)``."""
+    """How an output is compared with the float64 oracle.
+
+    Elementwise (when ``elementwise``): |out - ref| <= atol + rtol * |ref|; ``atol`` may be an
+    expression of the dims, ``eps`` (the output dtype's machine epsilon) and ``abs_sum(input)``.
+    Norm-wise (when ``normwise`` is set): ||out - ref||_F / ||ref||_F <= normwise, an expression of
+    the dims and ``eps``; for sums of many products (GEMM), where the elementwise error of an
+    element that cancels to near zero says nothing. Non-finite values never pass either check.
+    """
     rtol: float
     atol: float | Expr
+    normwise: Expr | None = None
+    elementwise: bool = True
 
 
 @dataclass(frozen=True)
@@ -147,10 +156,14 @@ class Thresholds:
 
 @dataclass(frozen=True)
 class Limits:
-    """Wall-clock limits in seconds: compiling/importing the submission, one call, the whole grade."""
+    """Per-worker limits: wall-clock seconds for compiling/importing the submission, one call and
+    the whole grade; resident host memory and device memory of the worker process in GiB (device
+    memory as NVML reports it per process, its CUDA context included)."""
     compile_s: float = 120.0
     case_s: float = 20.0
     total_s: float = 900.0
+    host_memory_gib: float = 16.0
+    device_memory_gib: float = 24.0
 
 
 @dataclass(frozen=True)
@@ -180,6 +193,8 @@ class Spec:
     order: tuple[str, ...] = ()             # solve's argument order; empty: inputs, outputs, scalars
     types: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     declared_hidden: tuple[int, int] = (0, 0)  # hidden (cases, benchmarks) removed by `grade publish`
+    required_ptx: tuple[str, ...] = ()      # regexes the PTX of kernel.cu must match (e.g. mma)
+    forbidden_libraries: tuple[str, ...] = ()  # shared libraries the worker must not load (e.g. libcublas)
 
     @property
     def arg_order(self) -> tuple[str, ...]:
@@ -337,19 +352,28 @@ class _Parser:
         self.only(comp, "compile", ("options",))
         options = self.str_list(comp, "compile", "options")
         feats = self.table(self.raw.get("features"), "features", required=False)
-        self.only(feats, "features", ("required", "forbidden"))
+        self.only(feats, "features", ("required", "forbidden", "required_ptx", "forbidden_libraries"))
         required = self.str_list(feats, "features", "required")
         forbidden = self.str_list(feats, "features", "forbidden")
-        for pattern in required + forbidden:
+        required_ptx = self.str_list(feats, "features", "required_ptx")
+        forbidden_libraries = self.str_list(feats, "features", "forbidden_libraries")
+        for lib in forbidden_libraries:
+            if not re.fullmatch(r"[A-Za-z0-9_.+-]+", lib):
+                raise self.err("features", f"forbidden_libraries entry {lib!r} is not a library name",
+                               'give names like "libcublas" (matched against the file names of mapped libraries)')
+        for pattern in required + forbidden + required_ptx:
             try:
                 re.compile(pattern)
             except re.error as exc:
                 raise self.err("features", f"pattern {pattern!r} is not a regular expression ({exc})",
                                "escape special characters") from None
         lim = self.table(self.raw.get("limits"), "limits", required=False)
-        self.only(lim, "limits", ("compile_s", "case_s", "total_s"))
-        limits = Limits(**{k: float(self.get(lim, "limits", k, (int, float), getattr(Limits, k)))
-                           for k in ("compile_s", "case_s", "total_s")})
+        keys = tuple(Limits.__dataclass_fields__)
+        self.only(lim, "limits", keys)
+        limits = Limits(**{k: float(self.get(lim, "limits", k, (int, float), getattr(Limits, k))) for k in keys})
+        bad = [k for k in keys if getattr(limits, k) <= 0]
+        if bad:
+            raise self.err("limits", f"{bad[0]} must be positive", f"give {bad[0]} a number > 0")
         unknown = set(self.raw) - {"exercise", "signature", "dims", "values", "edge_cases", "tolerance",
                                    "benchmark", "performance", "compile", "features", "limits", "types"}
         if unknown:
@@ -358,6 +382,7 @@ class _Parser:
                     constraints=constraints, values=values, edge_cases=edge_cases, tolerances=tolerances,
                     equal_nan=equal_nan, benchmarks=benchmarks, ceiling=ceiling, performance=performance,
                     compile_options=tuple(options), required=tuple(required), forbidden=tuple(forbidden),
+                    required_ptx=tuple(required_ptx), forbidden_libraries=tuple(forbidden_libraries),
                     points_correctness=p_corr, points_performance=p_perf, limits=limits, scalars=scalars,
                     order=order, types=types, declared_hidden=declared_hidden)
 
@@ -427,6 +452,9 @@ class _Parser:
                 raise self.err(f, f"dtype {dtype!r} is not supported",
                                f"use one of {', '.join(DTYPES)} or a type variable of [types]")
             inplace = self.get(t, f, "inplace", bool, False)
+            if (outputs or inplace) and set(types.get(dtype, (dtype,))) & set(INPUT_ONLY_DTYPES):
+                raise self.err(f, f"dtype {dtype!r} can only be an input's (outputs are compared as numbers)",
+                               "make the output float32 or float16")
             offset = self.get(t, f, "offset", (str, int), 0)
             if isinstance(offset, str) and offset not in dim_names or isinstance(offset, int) and offset < 0:
                 raise self.err(f, f"offset {offset!r} is neither a dim nor a non-negative int",
@@ -454,6 +482,8 @@ class _Parser:
             dtype = self.get(sc, f, "dtype", str)
             if dtype not in DTYPES and dtype not in types:
                 raise self.err(f, f"dtype {dtype!r} is not supported", f"use one of {', '.join(DTYPES)}")
+            if set(types.get(dtype, (dtype,))) & set(INPUT_ONLY_DTYPES):
+                raise self.err(f, f"a scalar cannot be {dtype!r}", "pass it as float32")
             scalars.append(ScalarSpec(self.get(sc, f, "name", str), dtype))
         names = [t.name for t in (*inputs, *outputs, *scalars)]
         dup = {n for n in names if names.count(n) > 1}
@@ -575,9 +605,13 @@ class _Parser:
         for dtype in out_dtypes:
             fld = f"tolerance.{dtype}"
             t = self.table(raw.get(dtype), fld)
-            self.only(t, fld, ("rtol", "atol"))
-            rtol = float(self.get(t, fld, "rtol", (int, float)))
-            atol_raw = self.get(t, fld, "atol", (int, float, str))
+            self.only(t, fld, ("rtol", "atol", "normwise"))
+            normwise = None
+            if "normwise" in t:
+                normwise = self.expr(self.get(t, fld, "normwise", str), f"{fld}.normwise", dim_names | {"eps"})
+            elementwise = normwise is None or "rtol" in t or "atol" in t
+            rtol = float(self.get(t, fld, "rtol", (int, float), 0 if normwise is not None else ...))
+            atol_raw = self.get(t, fld, "atol", (int, float, str), 0 if normwise is not None else ...)
             if rtol < 0:
                 raise self.err(fld, "rtol is negative", "set rtol >= 0 (0 means exact)")
             if isinstance(atol_raw, str):
@@ -591,7 +625,7 @@ class _Parser:
                 atol = float(atol_raw)
                 if atol < 0:
                     raise self.err(fld, "atol is negative", "set atol >= 0")
-            tols[dtype] = Tolerance(rtol, atol)
+            tols[dtype] = Tolerance(rtol, atol, normwise, elementwise)
         self.only(raw, "tolerance", ("equal_nan", *out_dtypes))
         return tols, equal_nan
 

@@ -74,6 +74,31 @@ def compile_with_nvcc(source: Path, arch: str, options: tuple[str, ...] = ()) ->
     return problems, _parse_ptxas(log)
 
 
+def ptx_of(source: Path, options: tuple[str, ...], arch: str) -> str | None:
+    """The PTX of ``source`` for ``arch`` (e.g. "sm_90"), compiled with nvcc when it is on PATH,
+    else with NVRTC through CuPy; None when neither is available or the source does not compile
+    (the compile error is reported elsewhere)."""
+    virtual = "compute_" + arch.removeprefix("sm_")
+    opts = [o for o in options if not o.startswith(("-arch", "--gpu-architecture"))]
+    nvcc = nvcc_path()
+    if nvcc is not None:
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "k.ptx"
+            proc = subprocess.run([nvcc, f"-arch={virtual}", "-ptx", *opts, "-o", str(out), str(source)],
+                                  capture_output=True, text=True, timeout=300)
+            return out.read_text() if proc.returncode == 0 and out.is_file() else None
+    try:
+        from cupy_backends.cuda.libs import nvrtc
+        prog = nvrtc.createProgram(source.read_text(), source.name, [], [])
+        try:
+            nvrtc.compileProgram(prog, [f"-arch={virtual}", *opts])
+            return nvrtc.getPTX(prog).decode() if isinstance(nvrtc.getPTX(prog), bytes) else nvrtc.getPTX(prog)
+        finally:
+            nvrtc.destroyProgram(prog)
+    except Exception:  # no CuPy/NVRTC here, or the source does not compile
+        return None
+
+
 def _parse_ptxas(log: str) -> list[StaticKernel]:
     kernels: list[StaticKernel] = []
     name, stack = None, (0, 0, 0)

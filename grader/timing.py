@@ -5,18 +5,27 @@ between iterations, median), GPU MODE's evaluation (outputs checked after timed 
 
 For one benchmark shape (:func:`run_benchmark`):
 
-1. Each contestant (the submission, and the reference solution when it is available) warms up by
-   time in its own worker.
-2. Rounds follow until the estimate is stable: before a round the parent re-draws one input set,
-   chosen at random, and poisons every output; the contestant times one ``solve`` per input set in
-   a shuffled order, each after an L2 flush, with CUDA events on the stream it runs on; then the
-   parent checks every output the round produced, the guards and the inputs (DESIGN must 4).
-   Contestants alternate within each round, so drifts in clock or temperature hit both alike.
-3. Stop when the relative standard error of the median is below the target (after a minimum
+1. Each contestant (the submission; the reference solution when it is available, else a no-op
+   "baseline" worker that measures the harness's own overhead) warms up by time in its own worker.
+2. Rounds follow until the estimate is stable. Before every round the parent re-draws EVERY input
+   set (so no call ever sees inputs an earlier call saw: caching and replay give wrong outputs) and
+   poisons every output; each contestant then times one ``solve`` per input set in a shuffled
+   order, each after an L2 flush, with CUDA events on the stream it runs on; then the parent checks
+   every output the round produced, the guards and the inputs (DESIGN must 4). Contestants
+   alternate within each round, so drifts in clock or temperature hit both alike. A contestant's
+   process group is stopped (SIGSTOP) whenever it is not being timed, so it cannot work on the
+   next inputs while the parent writes them or while another contestant runs.
+3. One sample per round: the MEAN of that round's call times, so doing several calls' work in one
+   call and nothing in the others gains nothing (per-call medians would). Rounds whose call times
+   differ by more than UNEVEN_RATIO are flagged.
+4. Stop when the relative standard error of the median is below the target (after a minimum
    number of samples), or at the sample cap, or at the wall-clock cap.
-4. The parent's own wall clock around each round bounds what the worker reports (DESIGN must 5):
-   time spent outside the events (side streams, host threads, deferred work) shows up as overhead
-   beyond the reference's, and is then counted: the time used is the wall-clock time per call.
+5. The parent's own wall clock around each round bounds what the worker reports (DESIGN must 5):
+   time outside the events (side streams, host threads, deferred work, a patched timer) is the
+   round's wall time minus its event times. When its median exceeds the baseline contestant's
+   (the reference, or the no-op worker) by more than OUTSIDE_FACTOR and OUTSIDE_SLACK_MS per call,
+   the worker's times are not believed: each round's sample becomes its wall time minus the
+   baseline's overhead, per call.
 """
 from __future__ import annotations
 
@@ -88,21 +97,29 @@ class StopPolicy:
 
 @dataclass
 class ContestantTiming:
-    """What one contestant produced on one shape (mutable while the rounds run)."""
+    """What one contestant produced on one shape (mutable while the rounds run): per timed round,
+    the worker's event times (ms) and the parent's wall time for the round (ms)."""
     name: str
-    samples: list[float] = field(default_factory=list)
-    wall_ms: float = 0.0          # parent's wall clock over all timed rounds
-    calls: int = 0
+    rounds: list[tuple[list[float], float]] = field(default_factory=list)
     failure: str | None = None
+    failure_kind: str | None = None   # "wrong" (outputs, guards or inputs) or a worker failure kind
 
-    def overhead_ms_per_call(self) -> float:
-        return max(0.0, self.wall_ms - sum(self.samples)) / max(self.calls, 1)
+    @property
+    def samples(self) -> list[float]:
+        """One sample per round: the mean call time (ms)."""
+        return [sum(t) / len(t) for t, _ in self.rounds if t]
+
+    def overheads(self) -> list[float]:
+        """Per round: wall time not covered by the reported event times (ms)."""
+        return [max(0.0, wall - sum(t)) for t, wall in self.rounds]
 
 
 @dataclass(frozen=True)
 class ShapeResult:
-    """Final timing of one contestant on one shape. ``time_ms`` is what scoring uses: the event
-    median, or the wall-clock time per call when work escaped the events (``outside_events``)."""
+    """Final timing of one contestant on one shape. ``time_ms`` is what scoring uses: the median
+    over rounds of the mean call time, or of the wall-clock time per call when work escaped the
+    events (``outside_events``). ``overhead_ms_per_call`` is the median unaccounted time per call;
+    ``uneven`` marks rounds whose call times differ wildly (work batched into one call?)."""
     name: str
     stats: TimingStats | None
     time_ms: float | None
@@ -111,21 +128,31 @@ class ShapeResult:
     outside_events: bool
     failure: str | None
     samples: tuple[float, ...]
+    uneven: bool = False
+    failure_kind: str | None = None
 
 
-# How much more unaccounted wall time per call than the reference's a submission may have before
-# its event times are distrusted: a factor and an absolute slack for scheduling noise (ms).
-OUTSIDE_FACTOR = 2.0
-OUTSIDE_SLACK_MS = 0.5
-# Without a side-by-side reference: unaccounted wall time per call allowed, in ms.
-OUTSIDE_ABSOLUTE_MS = 2.0
+# How much more unaccounted wall time than the baseline's a submission may have before its event
+# times are distrusted: a factor on the baseline's per-round overhead and an absolute slack per
+# call (ms) for scheduling noise and host work that overlaps the L2 flush.
+OUTSIDE_FACTOR = 1.5
+OUTSIDE_SLACK_MS = 0.05
+# Without any baseline contestant: unaccounted wall time per call allowed, in ms.
+OUTSIDE_ABSOLUTE_MS = 0.5
+# A round whose slowest call took this many times its fastest (and at least UNEVEN_MIN_MS) is uneven.
+UNEVEN_RATIO = 4.0
+UNEVEN_MIN_MS = 0.005
+BASELINES = ("reference", "baseline")
 
 
 @dataclass(frozen=True)
 class Contestant:
-    """A worker to time: ``request(message, timeout)`` returns an Outcome (see sandbox.supervisor)."""
+    """A worker to time: ``request(message, timeout)`` returns an Outcome (see sandbox.supervisor);
+    ``pause``/``resume`` stop and continue its processes between its timed rounds."""
     name: str
     request: Callable[[dict[str, Any], float], Any]
+    pause: Callable[[], None] = lambda: None
+    resume: Callable[[], None] = lambda: None
 
 
 def run_benchmark(contestants: Sequence[Contestant], sets: Sequence[list[dict[str, Any]]],
@@ -146,74 +173,88 @@ def run_benchmark(contestants: Sequence[Contestant], sets: Sequence[list[dict[st
             repeated warm-up calls keep updating).
     """
     results = {c.name: ContestantTiming(c.name) for c in contestants}
-    active = list(contestants)
     for c in contestants:
         poison()
         out = c.request({"op": "warmup", "sets": list(sets), "ms": policy.warmup_ms},
                         call_timeout_s + policy.warmup_ms / 1e3 * 4)
+        c.pause()
         problem = out.message if not out.ok else (verify(f"warm-up of {c.name}") if check_warmup else None)
         if problem:
             results[c.name].failure = f"during warm-up: {problem}"
+            results[c.name].failure_kind = out.kind if not out.ok else "wrong"
     active = [c for c in contestants if results[c.name].failure is None]
     t_start = time.perf_counter()
     round_no = 0
-    while active:
-        if round_no:
-            refresh(rng.randrange(len(sets)))
-        round_no += 1
-        for c in (active if round_no % 2 else active[::-1]):
-            res = results[c.name]
-            poison()
-            order = list(range(len(sets)))
-            rng.shuffle(order)
-            out = c.request({"op": "time", "sets": list(sets), "order": order, "flush_bytes": flush_bytes},
-                            call_timeout_s * len(sets) + 5)
-            if not out.ok:
-                res.failure = f"{out.kind}: {out.message}"
-                continue
-            raw = out.data.get("times_ms")
-            if (not isinstance(raw, list) or len(raw) != len(order)
-                    or not all(isinstance(t, (int, float)) and not isinstance(t, bool)
-                               and math.isfinite(t) and t >= 0 for t in raw)):
-                res.failure = "the worker reported malformed times"
-                continue
-            times = [float(t) for t in raw]
-            problem = verify(f"timed round {round_no} of {c.name}")
-            if problem:
-                res.failure = problem
-                continue
-            res.samples.extend(times)
-            res.wall_ms += out.wall_s * 1e3
-            res.calls += len(times)
-        active = [c for c in active if results[c.name].failure is None]
-        if progress:
-            progress(round_no)
-        elapsed = time.perf_counter() - t_start
-        if all(policy.done(results[c.name].samples, elapsed) for c in active):
-            break
+    try:
+        while active:
+            for k in range(len(sets)):
+                refresh(k)
+            round_no += 1
+            for c in (active if round_no % 2 else active[::-1]):
+                res = results[c.name]
+                poison()
+                order = list(range(len(sets)))
+                rng.shuffle(order)
+                c.resume()
+                out = c.request({"op": "time", "sets": list(sets), "order": order, "flush_bytes": flush_bytes},
+                                call_timeout_s * len(sets) + 5)
+                c.pause()
+                if not out.ok:
+                    res.failure, res.failure_kind = f"{out.kind}: {out.message}", out.kind
+                    continue
+                raw = out.data.get("times_ms")
+                if (not isinstance(raw, list) or len(raw) != len(order)
+                        or not all(isinstance(t, (int, float)) and not isinstance(t, bool)
+                                   and math.isfinite(t) and t >= 0 for t in raw)):
+                    res.failure, res.failure_kind = "the worker reported malformed times", "malformed_times"
+                    continue
+                problem = verify(f"timed round {round_no} of {c.name}")
+                if problem:
+                    res.failure, res.failure_kind = problem, "wrong"
+                    continue
+                res.rounds.append(([float(t) for t in raw], out.wall_s * 1e3))
+            active = [c for c in active if results[c.name].failure is None]
+            if progress:
+                progress(round_no)
+            elapsed = time.perf_counter() - t_start
+            if all(policy.done(results[c.name].samples, elapsed) for c in active):
+                break
+    finally:
+        for c in contestants:
+            c.resume()
     return finalize(list(results.values()))
 
 
+def _uneven(times: Sequence[float]) -> bool:
+    return len(times) > 1 and max(times) >= UNEVEN_MIN_MS and max(times) > UNEVEN_RATIO * min(times)
+
+
 def finalize(timings: list[ContestantTiming]) -> list[ShapeResult]:
-    """Summaries, with the wall-clock bound applied: the first contestant is the submission, any
-    later one named "reference" sets the overhead it is compared with."""
-    ref = next((t for t in timings if t.name == "reference" and t.samples and not t.failure), None)
+    """Summaries, with the wall-clock bound applied: the first contestant is the submission; one
+    named "reference" or "baseline" sets the overhead it is compared with."""
+    base = next((t for t in timings if t.name in BASELINES and t.rounds and not t.failure), None)
+    base_overhead = statistics.median(base.overheads()) if base is not None else None
     out = []
     for t in timings:
-        if not t.samples or t.failure:
+        if not t.rounds or t.failure:
             out.append(ShapeResult(t.name, summarize(t.samples) if t.samples else None, None, None, None,
-                                   False, t.failure or "no samples", tuple(t.samples)))
+                                   False, t.failure or "no samples", tuple(t.samples), False, t.failure_kind))
             continue
-        stats = summarize(t.samples)
-        overhead = t.overhead_ms_per_call()
-        wall_per_call = t.wall_ms / t.calls
-        if ref is not None and t is not ref:
-            allowed = max(OUTSIDE_FACTOR * ref.overhead_ms_per_call(), ref.overhead_ms_per_call() + OUTSIDE_SLACK_MS)
+        calls = len(t.rounds[0][0])
+        overhead = statistics.median(t.overheads())
+        if base_overhead is not None:
+            allowed = max(OUTSIDE_FACTOR * base_overhead, base_overhead + OUTSIDE_SLACK_MS * calls)
         else:
-            allowed = OUTSIDE_ABSOLUTE_MS
-        outside = overhead > allowed and t is not ref
-        out.append(ShapeResult(t.name, stats, wall_per_call if outside else stats.median_ms, wall_per_call,
-                               overhead, outside, None, tuple(t.samples)))
+            allowed = OUTSIDE_ABSOLUTE_MS * calls
+        outside = t.name not in BASELINES and overhead > allowed
+        samples = t.samples
+        if outside:  # the parent's wall clock, less the harness overhead the baseline shows
+            samples = [max(0.0, wall - (base_overhead or 0.0)) / len(ts) for ts, wall in t.rounds]
+        stats = summarize(samples)
+        wall_per_call = statistics.median(wall / len(ts) for ts, wall in t.rounds)
+        uneven = sum(_uneven(ts) for ts, _ in t.rounds) * 2 > len(t.rounds)
+        out.append(ShapeResult(t.name, stats, stats.median_ms, wall_per_call, overhead / calls, outside, None,
+                               tuple(samples), uneven))
     return out
 
 

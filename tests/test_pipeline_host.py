@@ -110,7 +110,7 @@ def test_time_outside_the_events_is_counted_and_flagged(tmp_path, profile):
                      policy=FAST)
     assert r.correct
     assert all(b.submission.outside_events for b in r.benchmarks)
-    assert all(b.submission.time_ms >= 4.0 for b in r.benchmarks)
+    assert all(b.submission.time_ms >= 3.8 for b in r.benchmarks)  # 4 ms less the harness overhead
     assert any("outside the timed events" in f for f in r.flags)
 
 

@@ -57,51 +57,70 @@ def test_stop_policy(samples: list[float], elapsed: float, done: bool) -> None:
     assert POLICY.done(samples, elapsed) is done
 
 
-# -- finalize: the wall-clock bound -----------------------------------------------------------------------
-def timing(name: str, per_call_ms: float, overhead_ms: float, calls: int = 10, failure: str | None = None):
-    return ContestantTiming(name, [per_call_ms] * calls, wall_ms=(per_call_ms + overhead_ms) * calls,
-                            calls=calls, failure=failure)
+# -- finalize: per-round means and the wall-clock bound ---------------------------------------------------
+def timing(name: str, per_call_ms: float, overhead_ms: float, rounds: int = 10, calls: int = 3,
+           failure: str | None = None) -> ContestantTiming:
+    """``rounds`` rounds of ``calls`` equal calls, each round with ``overhead_ms`` outside the events."""
+    return ContestantTiming(name, [([per_call_ms] * calls, per_call_ms * calls + overhead_ms)] * rounds,
+                            failure=failure)
 
 
-def test_normal_submission_uses_the_event_median() -> None:
-    sub, ref = finalize([timing("submission", 0.5, 0.25), timing("reference", 1.0, 0.125)])
-    # reference overhead 0.125 ms/call: allowed max(2 * 0.125, 0.125 + 0.5) = 0.625
-    assert sub.overhead_ms_per_call == pytest.approx(0.25)
+def test_normal_submission_uses_the_median_of_round_means() -> None:
+    sub, ref = finalize([timing("submission", 0.5, 0.2), timing("reference", 1.0, 0.15)])
+    # baseline overhead 0.15 ms per round: allowed max(1.5 * 0.15, 0.15 + 0.05 * 3) = 0.3
+    assert sub.overhead_ms_per_call == pytest.approx(0.2 / 3)
     assert not sub.outside_events and sub.time_ms == 0.5 and sub.failure is None
-    assert sub.wall_ms_per_call == pytest.approx(0.75) and sub.stats.n == 10
+    assert sub.wall_ms_per_call == pytest.approx(0.5 + 0.2 / 3) and sub.stats.n == 10
     assert not ref.outside_events and ref.time_ms == 1.0
 
 
-def test_work_outside_the_events_uses_wall_time() -> None:
-    sub, ref = finalize([timing("submission", 0.5, 1.0), timing("reference", 1.0, 0.125)])
-    assert sub.outside_events and sub.overhead_ms_per_call == pytest.approx(1.0)
-    assert sub.time_ms == pytest.approx(1.5)  # wall time per call, not the 0.5 ms event median
-    assert sub.stats.median_ms == 0.5
+def test_work_outside_the_events_uses_wall_time_less_the_baseline_overhead() -> None:
+    sub, ref = finalize([timing("submission", 0.5, 3.15), timing("reference", 1.0, 0.15)])
+    assert sub.outside_events and sub.overhead_ms_per_call == pytest.approx(1.05)
+    assert sub.time_ms == pytest.approx(1.5)  # (3 * 0.5 + 3.15 - 0.15) / 3, not the 0.5 ms events say
     assert not ref.outside_events
 
 
-@pytest.mark.parametrize("sub_overhead, flagged", [(1.875, False), (2.125, True)])
-def test_allowed_overhead_scales_with_the_reference(sub_overhead: float, flagged: bool) -> None:
-    # reference overhead 1 ms/call: allowed max(2 * 1, 1 + 0.5) = 2 ms
-    sub, _ = finalize([timing("submission", 0.5, sub_overhead), timing("reference", 1.0, 1.0)])
+@pytest.mark.parametrize("sub_overhead, flagged", [(1.49, False), (1.51, True)])
+def test_allowed_overhead_scales_with_the_baseline(sub_overhead: float, flagged: bool) -> None:
+    # baseline overhead 1 ms per round: allowed max(1.5 * 1, 1 + 0.05 * 3) = 1.5 ms
+    sub, _ = finalize([timing("submission", 0.5, sub_overhead), timing("baseline", 0.0, 1.0)])
     assert sub.outside_events is flagged
 
 
-@pytest.mark.parametrize("sub_overhead, flagged", [(1.875, False), (2.125, True)])
-def test_absolute_bound_without_reference(sub_overhead: float, flagged: bool) -> None:
-    (sub,) = finalize([timing("submission", 0.5, sub_overhead)])
+@pytest.mark.parametrize("sub_overhead, flagged", [(0.1, False), (0.24, False), (0.26, True)])
+def test_small_baseline_overhead_allows_the_absolute_slack(sub_overhead: float, flagged: bool) -> None:
+    # baseline overhead 0.1 ms per round: allowed max(0.15, 0.1 + 0.15) = 0.25 ms
+    sub, base = finalize([timing("submission", 0.5, sub_overhead), timing("baseline", 0.0, 0.1)])
     assert sub.outside_events is flagged
-    assert sub.time_ms == pytest.approx(0.5 + sub_overhead if flagged else 0.5)
+    assert base.time_ms == 0.0 and not base.outside_events
 
 
-def test_failed_reference_falls_back_to_the_absolute_bound() -> None:
+@pytest.mark.parametrize("sub_overhead, flagged", [(1.4, False), (1.6, True)])
+def test_absolute_bound_without_any_baseline(sub_overhead: float, flagged: bool) -> None:
+    (sub,) = finalize([timing("submission", 0.5, sub_overhead)])   # allowed 0.5 ms per call
+    assert sub.outside_events is flagged
+    assert sub.time_ms == pytest.approx(0.5 + sub_overhead / 3 if flagged else 0.5)
+
+
+def test_batched_work_gains_nothing_and_is_flagged() -> None:
+    """All three calls' work done in the first call: the per-call median would be ~0, the round
+    mean is the honest per-call time."""
+    batched = ContestantTiming("submission", [([3.0, 0.001, 0.001], 3.2)] * 8)
+    honest = timing("reference", 1.0, 0.2, rounds=8)
+    sub, ref = finalize([batched, honest])
+    assert sub.time_ms == pytest.approx(1.000667, rel=1e-5) and sub.uneven and not sub.outside_events
+    assert not ref.uneven
+
+
+def test_failed_baseline_falls_back_to_the_absolute_bound() -> None:
     sub, ref = finalize([timing("submission", 0.5, 1.0), timing("reference", 1.0, 0.0, failure="crash: x")])
-    assert not sub.outside_events and sub.time_ms == 0.5  # 1 ms <= 2 ms absolute
+    assert not sub.outside_events and sub.time_ms == 0.5  # 1 ms <= 3 * 0.5 ms absolute
     assert ref.failure == "crash: x" and ref.time_ms is None
 
 
 def test_failures_propagate() -> None:
-    failed, empty = finalize([timing("submission", 0.5, 0.0, calls=4, failure="timeout: no answer"),
+    failed, empty = finalize([timing("submission", 0.5, 0.0, rounds=4, failure="timeout: no answer"),
                               ContestantTiming("reference")])
     assert (failed.failure, failed.time_ms, failed.outside_events) == ("timeout: no answer", None, False)
     assert failed.stats.n == 4 and failed.samples == (0.5,) * 4
@@ -149,7 +168,9 @@ def bench(fakes: list[Fake], log: list, policy: StopPolicy, n_sets: int = 2,
         return verify(where)
 
     rounds: list[int] = []
-    results = run_benchmark([Contestant(f.name, f) for f in fakes], sets, refresh, lambda: log.append("poison"),
+    contestants = [Contestant(f.name, f, lambda f=f: log.append(f"pause:{f.name}"),
+                              lambda f=f: log.append(f"resume:{f.name}")) for f in fakes]
+    results = run_benchmark(contestants, sets, refresh, lambda: log.append("poison"),
                             check, policy, flush_bytes=1 << 20, call_timeout_s=1.0, rng=random.Random(seed),
                             progress=rounds.append)
     return results, rounds
@@ -160,19 +181,27 @@ STEADY = StopPolicy(min_samples=4, max_samples=100, target_rse=0.01, max_seconds
 
 def test_protocol_warmup_alternation_and_stop() -> None:
     log: list[str] = []
-    sub = Fake("submission", log, lambda r: [0.5, 0.5], wall_s=0.0015)
-    ref = Fake("reference", log, lambda r: [1.0, 1.0], wall_s=0.0022)
+    sub = Fake("submission", log, lambda r: [0.5, 0.5], wall_s=0.00125)  # 0.25 ms outside the events
+    ref = Fake("reference", log, lambda r: [1.0, 1.0], wall_s=0.0022)    # 0.2 ms: 0.3 allowed
     (s, r), rounds = bench([sub, ref], log, STEADY)
     assert log == [
-        "poison", "warmup:submission", "verify:warm-up of submission",
-        "poison", "warmup:reference", "verify:warm-up of reference",
-        "poison", "time:submission", "verify:timed round 1 of submission",
-        "poison", "time:reference", "verify:timed round 1 of reference",
-        "refresh",
-        "poison", "time:reference", "verify:timed round 2 of reference",      # order reversed
-        "poison", "time:submission", "verify:timed round 2 of submission",
-    ]  # 4 samples each with zero spread: done after round 2
-    assert rounds == [1, 2]
+        "poison", "warmup:submission", "pause:submission", "verify:warm-up of submission",
+        "poison", "warmup:reference", "pause:reference", "verify:warm-up of reference",
+        "refresh", "refresh",                                     # every set re-drawn before every round
+        "poison", "resume:submission", "time:submission", "pause:submission", "verify:timed round 1 of submission",
+        "poison", "resume:reference", "time:reference", "pause:reference", "verify:timed round 1 of reference",
+        "refresh", "refresh",
+        "poison", "resume:reference", "time:reference", "pause:reference", "verify:timed round 2 of reference",
+        "poison", "resume:submission", "time:submission", "pause:submission", "verify:timed round 2 of submission",
+        "refresh", "refresh",
+        "poison", "resume:submission", "time:submission", "pause:submission", "verify:timed round 3 of submission",
+        "poison", "resume:reference", "time:reference", "pause:reference", "verify:timed round 3 of reference",
+        "refresh", "refresh",
+        "poison", "resume:reference", "time:reference", "pause:reference", "verify:timed round 4 of reference",
+        "poison", "resume:submission", "time:submission", "pause:submission", "verify:timed round 4 of submission",
+        "resume:submission", "resume:reference",                  # nobody is left stopped
+    ]  # one sample (the round mean) per round, zero spread: done after min_samples = 4 rounds
+    assert rounds == [1, 2, 3, 4]
     warm, warm_timeout = sub.messages[0]
     assert warm == {"op": "warmup", "sets": [[{"set": 0}], [{"set": 1}]], "ms": 10.0}
     assert warm_timeout == pytest.approx(1.0 + 0.04)
@@ -180,23 +209,23 @@ def test_protocol_warmup_alternation_and_stop() -> None:
         assert message["op"] == "time" and message["flush_bytes"] == 1 << 20
         assert sorted(message["order"]) == [0, 1] and timeout == 1.0 * 2 + 5
     assert s.samples == (0.5,) * 4 and s.time_ms == 0.5 and s.failure is None
-    assert s.wall_ms_per_call == pytest.approx(0.75) and not s.outside_events
+    assert s.wall_ms_per_call == pytest.approx(0.625) and not s.outside_events  # 1.25 ms per 2 calls
     assert r.samples == (1.0,) * 4 and r.time_ms == 1.0
 
 
 def test_stops_at_max_samples_when_noisy() -> None:
     log: list[str] = []
-    sub = Fake("submission", log, lambda r: [1.0, 9.0])
+    sub = Fake("submission", log, lambda r: [1.0 + 8.0 * (r % 2), 1.0])  # round means 5, 1, 5, 1, ...
     policy = StopPolicy(min_samples=2, max_samples=6, target_rse=0.01, max_seconds=60.0)
     (s,), rounds = bench([sub], log, policy)
-    assert rounds == [1, 2, 3] and s.stats.n == 6 and log.count("refresh") == 2
+    assert rounds == [1, 2, 3, 4, 5, 6] and s.stats.n == 6 and log.count("refresh") == 12
 
 
 def test_stops_at_max_seconds() -> None:
     log: list[str] = []
     sub = Fake("submission", log, lambda r: [1.0, 9.0])
     (s,), rounds = bench([sub], log, StopPolicy(min_samples=100, max_samples=1000, max_seconds=0.0))
-    assert rounds == [1] and s.stats.n == 2
+    assert rounds == [1] and s.stats.n == 1
 
 
 def test_verify_failure_is_the_contestants_failure() -> None:
@@ -207,9 +236,9 @@ def test_verify_failure_is_the_contestants_failure() -> None:
     (s, r), rounds = bench([sub, ref], log, policy,
                            verify=lambda where: "input set 1: wrong output" if where == "timed round 2 of submission"
                            else None)
-    assert s.failure == "input set 1: wrong output" and s.time_ms is None
+    assert s.failure == "input set 1: wrong output" and s.failure_kind == "wrong" and s.time_ms is None
     assert sub.rounds == 2                        # never timed again
-    assert r.failure is None and r.stats.n == 6 and rounds == [1, 2, 3]
+    assert r.failure is None and r.stats.n == 6 and rounds == [1, 2, 3, 4, 5, 6]
 
 
 def test_worker_failure_is_recorded() -> None:
@@ -250,7 +279,7 @@ def test_malformed_times_are_a_failure(times) -> None:
     ref = Fake("reference", log, lambda r: [1.0, 1.0])
     (s, r), rounds = bench([sub, ref], log, STEADY)
     assert s.failure == "the worker reported malformed times" and s.time_ms is None and s.samples == ()
-    assert sub.rounds == 1 and r.failure is None and r.stats.n == 4 and rounds == [1, 2]
+    assert sub.rounds == 1 and r.failure is None and r.stats.n == 4 and rounds == [1, 2, 3, 4]
 
 
 @pytest.mark.parametrize("times", [["fast", 1.0], [None, None]], ids=["string", "none"])

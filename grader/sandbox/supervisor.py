@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import resource
+import select
 import shutil
 import signal
 import socket
@@ -14,14 +15,16 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grader.sandbox import protocol
+from grader.sandbox import protocol, watch
 
 PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
 OUTPUT_LIMIT_BYTES = 16 * 1024 * 1024
+WATCH_INTERVAL_S = 0.05      # how often memory is sampled while the parent waits for a reply
 
 # Failure kinds, as they appear in reports.
 KIND_TEXT = {
@@ -35,6 +38,9 @@ KIND_TEXT = {
     "compile_error": "compile error",
     "import_error": "solution.py failed to import",
     "bad_submission": "malformed submission",
+    "host_memory_limit": "host memory limit exceeded",
+    "device_memory_limit": "device memory limit exceeded",
+    "forbidden_library": "forbidden library loaded",
     "grader_error": "grader error",
 }
 
@@ -55,13 +61,18 @@ class Outcome:
 @dataclass(frozen=True)
 class WorkerConfig:
     """How to start and load a worker: backend ("cuda" or "host"), submission folder, NVRTC
-    options, the number and names of solve's arguments, and the compile and call time limits (s)."""
+    options, the number and names of solve's arguments, the compile and call time limits (s), the
+    host and device memory caps of its process session (bytes; 0 for none) and the shared
+    libraries it must not load (name prefixes, see ``watch.forbidden_in``)."""
     backend: str
     submission: Path
     options: tuple[str, ...]
     arg_names: tuple[str, ...]
     compile_s: float
     call_s: float
+    host_memory_bytes: int = 0
+    device_memory_bytes: int = 0
+    forbidden_libraries: tuple[str, ...] = ()
 
 
 def _limits() -> None:  # runs in the child before exec
@@ -69,8 +80,9 @@ def _limits() -> None:  # runs in the child before exec
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
-def _worker_env() -> dict[str, str]:
+def _worker_env(token: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GRADER_")}
+    env[watch.TOKEN_VAR] = token
     env["PYTHONPATH"] = os.pathsep.join(p for p in (PACKAGE_PARENT, env.get("PYTHONPATH", "")) if p)
     env["PYTHONUNBUFFERED"] = "1"
     env["PYTHONDONTWRITEBYTECODE"] = "1"
@@ -90,6 +102,11 @@ class Worker:
         self.cwd: Path | None = None
         self.load_data: dict[str, Any] = {}
         self.starts = 0
+        self.token = uuid.uuid4().hex
+        self.strays_killed = 0     # processes found still running after the worker was killed
+        self.peak_host_bytes = 0
+        self.peak_device_bytes: int | None = None
+        watch.make_parent_undumpable()
 
     # -- lifecycle --------------------------------------------------------------------------------
     @property
@@ -113,7 +130,7 @@ class Worker:
             self.proc = subprocess.Popen(
                 [sys.executable, "-P", "-m", "grader.sandbox.worker", str(child.fileno()), self.config.backend],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, pass_fds=(child.fileno(),),
-                env=_worker_env(), cwd=self.cwd, start_new_session=True, preexec_fn=_limits)
+                env=_worker_env(self.token), cwd=self.cwd, start_new_session=True, preexec_fn=_limits)
         finally:
             child.close()
             log.close()
@@ -123,7 +140,8 @@ class Worker:
         if not hello.ok:
             return hello
         out = self.request({"op": "load", "dir": str(self.config.submission), "options": list(self.config.options),
-                            "nargs": len(self.config.arg_names), "arg_names": list(self.config.arg_names)},
+                            "nargs": len(self.config.arg_names), "arg_names": list(self.config.arg_names),
+                            "device_memory_bytes": self.config.device_memory_bytes},
                            self.config.compile_s)
         if out.ok:
             self.load_data = out.data
@@ -140,9 +158,27 @@ class Worker:
                 self.proc.wait(timeout=30)
             except subprocess.TimeoutExpired:  # pragma: no cover - a process stuck in the driver
                 pass
+            strays = watch.stray_processes(self.token)  # left the session (setsid) but kept the token
+            if strays:
+                watch.kill_all(strays)
+                self.strays_killed += len(strays)
         if self.sock is not None:
             self.sock.close()
         self.proc, self.sock = None, None
+
+    def pause(self) -> None:
+        """Stop every process of the worker's group (SIGSTOP) while it is not being timed."""
+        self._signal_group(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        self._signal_group(signal.SIGCONT)
+
+    def _signal_group(self, sig: signal.Signals) -> None:
+        if self.alive:
+            try:
+                os.killpg(self.proc.pid, sig)  # type: ignore[union-attr]
+            except (ProcessLookupError, PermissionError):
+                pass
 
     def _new_cwd(self) -> None:
         if self.cwd is not None:
@@ -170,13 +206,21 @@ class Worker:
 
     # -- requests -----------------------------------------------------------------------------------
     def request(self, message: dict[str, Any], timeout: float) -> Outcome:
-        """Send one request and wait at most ``timeout`` seconds; any failure kills the worker."""
+        """Send one request and wait at most ``timeout`` seconds; any failure kills the worker.
+        While waiting, the worker's memory is sampled against the caps; after a reply, its mapped
+        libraries are checked against the forbidden ones."""
         if self.sock is None or not self.alive:
             return Outcome(False, "grader_error", "no worker running")
         t0 = time.perf_counter()
         try:
             self.sock.settimeout(timeout)
             protocol.send(self.sock, message)
+            over = self._wait_readable(t0 + timeout)
+            if over is not None:
+                wall = time.perf_counter() - t0
+                self.kill()
+                return Outcome(False, over[0], over[1], self.log_tail(), wall_s=wall)
+            self.sock.settimeout(max(0.001, t0 + timeout - time.perf_counter()))
             reply = protocol.recv(self.sock)
         except (socket.timeout, TimeoutError):
             wall = time.perf_counter() - t0
@@ -187,6 +231,11 @@ class Worker:
             wall = time.perf_counter() - t0
             return self._crashed(wall)
         wall = time.perf_counter() - t0
+        banned = self._forbidden_loaded()
+        if banned:
+            self.kill()
+            return Outcome(False, "forbidden_library", f"the worker loaded {', '.join(banned)}, which this exercise "
+                           f"forbids ([features] forbidden_libraries); write the kernel yourself", wall_s=wall)
         if reply.get("ok") is True:
             return Outcome(True, data={k: v for k, v in reply.items() if k != "ok"}, wall_s=wall)
         kind = str(reply.get("kind", "exception"))
@@ -195,6 +244,53 @@ class Worker:
         self.kill()  # the context may be unusable after any failure: start afresh
         return Outcome(False, kind, str(reply.get("message", ""))[:2000], str(reply.get("detail", ""))[-4000:],
                        wall_s=wall)
+
+    def _wait_readable(self, deadline: float) -> tuple[str, str] | None:
+        """Wait until a reply is readable (or the deadline passes: the caller's recv then times
+        out), sampling memory every WATCH_INTERVAL_S; (kind, message) when a cap is exceeded."""
+        while True:
+            left = deadline - time.perf_counter()
+            if left <= 0:
+                return None
+            ready, _, _ = select.select([self.sock], [], [], min(WATCH_INTERVAL_S, left))
+            if ready:
+                return None
+            over = self._memory_over_caps()
+            if over is not None:
+                return over
+            if self.proc is None or self.proc.poll() is not None:
+                return None  # died: recv reports the crash
+
+    def _memory_over_caps(self) -> tuple[str, str] | None:
+        cfg = self.config
+        if not (cfg.host_memory_bytes or cfg.device_memory_bytes) or self.proc is None:
+            return None
+        pids = watch.session_pids(self.proc.pid) or [self.proc.pid]
+        host = watch.host_memory_bytes(pids)
+        self.peak_host_bytes = max(self.peak_host_bytes, host)
+        if cfg.host_memory_bytes and host > cfg.host_memory_bytes:
+            return "host_memory_limit", (f"the worker used {host / 2**30:.1f} GiB of host memory, over the "
+                                         f"{cfg.host_memory_bytes / 2**30:g} GiB limit ([limits] host_memory_gib); "
+                                         f"the worker was killed")
+        if cfg.device_memory_bytes and cfg.backend == "cuda":
+            dev = watch.device_memory_bytes(pids)
+            if dev is not None:
+                self.peak_device_bytes = max(self.peak_device_bytes or 0, dev)
+                if dev > cfg.device_memory_bytes:
+                    return "device_memory_limit", (
+                        f"the worker used {dev / 2**30:.1f} GiB of device memory, over the "
+                        f"{cfg.device_memory_bytes / 2**30:g} GiB limit ([limits] device_memory_gib); "
+                        f"the worker was killed")
+        return None
+
+    def _forbidden_loaded(self) -> list[str]:
+        if not self.config.forbidden_libraries or self.proc is None:
+            return []
+        pids = watch.session_pids(self.proc.pid) or [self.proc.pid]
+        libs: set[str] = set()
+        for pid in pids:
+            libs |= watch.mapped_libraries(pid)
+        return watch.forbidden_in(libs, self.config.forbidden_libraries)
 
     def _crashed(self, wall: float) -> Outcome:
         code = None

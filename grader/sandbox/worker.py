@@ -54,6 +54,9 @@ def classify(exc: BaseException, submission: Path | None) -> Failure:
                        "(remove debugging prints from solve and the kernel)", detail)
     if name == "CompileError":
         return Failure("compile_error", str(exc), detail)
+    if name == "OutOfMemoryError" and "limit set to" in text:
+        return Failure("device_memory_limit", f"{text}{where}: over the exercise's device-memory limit "
+                       "([limits] device_memory_gib)", detail)
     if name == "OutOfMemoryError" or isinstance(exc, MemoryError):
         return Failure("out_of_memory", f"out of memory: {text}{where}", detail)
     if name in ("CUDARuntimeError", "CUDADriverError"):
@@ -105,6 +108,9 @@ class Server:
             raise Failure("bad_submission", f"{path}: no solution.py (a submission is a folder with kernel.cu and solution.py)")
         import grader.kernel as gk
         gk.configure(req.get("options", []))
+        cap = int(req.get("device_memory_bytes", 0))
+        if cap and self.backend == "cuda":  # a clear error for honest over-allocation; the parent's
+            self.cupy.get_default_memory_pool().set_limit(size=cap)  # NVML watch is the real cap
         sys.path.insert(0, str(folder))
         self.submission = folder
         spec = importlib.util.spec_from_file_location("solution", path)

@@ -1,0 +1,138 @@
+"""Watching a worker from outside its process: what the submission cannot fake by patching Python.
+
+Everything here reads ``/proc`` (Linux) or NVML in the parent:
+
+- :func:`host_memory_bytes`: resident memory (VmRSS) summed over the worker's process session, so
+  children it forks count too;
+- :func:`device_memory_bytes`: device memory NVML attributes to those processes (its CUDA context
+  included; None where NVML cannot tell, e.g. no pynvml or a PID namespace NVML does not share);
+- :func:`mapped_libraries`: file names of the shared objects mapped into the worker, for the
+  spec's ``[features] forbidden_libraries`` (cuBLAS loaded through ``cupy.matmul``, ``ctypes`` or
+  another framework shows up here however it was reached);
+- :func:`stray_processes`: processes that still carry a worker's token after it was killed (a
+  daemon that left the worker's session with ``setsid``).
+"""
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+TOKEN_VAR = "GRADE_WORKER_TOKEN"   # set in every worker's environment; inherited by its children
+_PROC = Path("/proc")
+
+
+def session_pids(sid: int) -> list[int]:
+    """PIDs whose session id is ``sid`` (the worker starts its own session, so sid == its PID)."""
+    out = []
+    for d in _PROC.iterdir() if _PROC.is_dir() else ():
+        if not d.name.isdigit():
+            continue
+        try:
+            stat = (d / "stat").read_text()
+        except OSError:
+            continue
+        # fields after the command name (which may hold spaces) start after the last ')'
+        fields = stat[stat.rfind(")") + 2:].split()
+        if len(fields) > 3 and int(fields[3]) == sid:
+            out.append(int(d.name))
+    return out
+
+
+def host_memory_bytes(pids: list[int]) -> int:
+    """Resident set size (bytes) summed over ``pids``; processes that vanished count 0."""
+    total = 0
+    for pid in pids:
+        try:
+            for line in (_PROC / str(pid) / "status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1]) * 1024
+                    break
+        except (OSError, ValueError):
+            continue
+    return total
+
+
+_nvml_state: dict[str, object] = {}
+
+
+def device_memory_bytes(pids: list[int]) -> int | None:
+    """Device memory (bytes) NVML reports for ``pids`` on any GPU, or None when NVML is missing
+    or lists none of them (it cannot see into this PID namespace, or they hold no context yet)."""
+    try:
+        import pynvml as nv
+    except ImportError:
+        return None
+    try:
+        if not _nvml_state.get("init"):
+            nv.nvmlInit()
+            _nvml_state["init"] = True
+        wanted, total, seen = set(pids), 0, False
+        for i in range(nv.nvmlDeviceGetCount()):
+            h = nv.nvmlDeviceGetHandleByIndex(i)
+            for p in nv.nvmlDeviceGetComputeRunningProcesses(h):
+                if p.pid in wanted:
+                    seen = True
+                    total += int(p.usedGpuMemory or 0)
+        return total if seen else None
+    except Exception:  # NVML errors: no verdict rather than a grader crash
+        return None
+
+
+def mapped_libraries(pid: int) -> set[str]:
+    """File names (no folder) of the files mapped into ``pid``; empty when unreadable."""
+    try:
+        text = (_PROC / str(pid) / "maps").read_text()
+    except OSError:
+        return set()
+    out = set()
+    for line in text.splitlines():
+        parts = line.split(None, 5)
+        if len(parts) == 6 and parts[5].startswith("/"):
+            out.add(parts[5].rsplit("/", 1)[-1].removesuffix(" (deleted)"))
+    return out
+
+
+def forbidden_in(libraries: set[str], forbidden: tuple[str, ...]) -> list[str]:
+    """The mapped library names that start with a forbidden prefix (``libcublas`` matches
+    ``libcublas.so.13`` and ``libcublasLt.so.13``), sorted."""
+    return sorted(lib for lib in libraries for f in forbidden if lib.startswith(f))
+
+
+def stray_processes(token: str) -> list[int]:
+    """PIDs of the current user's processes whose environment holds ``TOKEN_VAR=token``."""
+    needle = f"{TOKEN_VAR}={token}".encode()
+    out = []
+    uid = os.getuid()
+    for d in _PROC.iterdir() if _PROC.is_dir() else ():
+        if not d.name.isdigit() or int(d.name) == os.getpid():
+            continue
+        try:
+            if d.stat().st_uid != uid:
+                continue
+            if needle in (d / "environ").read_bytes().split(b"\0"):
+                out.append(int(d.name))
+        except OSError:
+            continue
+    return out
+
+
+def kill_all(pids: list[int]) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def make_parent_undumpable() -> bool:
+    """Mark this (the grading) process non-dumpable, so processes of the same user (the worker
+    and anything it starts) cannot read its ``/proc/PID/environ`` or ``mem`` or ptrace it
+    (prctl(2), PR_SET_DUMPABLE). Returns whether it took effect (Linux only). Root can still read
+    them: grade as an unprivileged user where submissions are untrusted."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(4, 0, 0, 0, 0) == 0   # PR_SET_DUMPABLE = 4
+    except (OSError, AttributeError):
+        return False
