@@ -1,0 +1,219 @@
+"""The cheat corpus: submissions that try to game the grader, each with what should catch it.
+
+Every ``tests/cheats/<exercise>/<name>/`` holds ``solution.py`` (first line ``# cheat: <what it
+tries>``), ``kernel.cu`` (empty for CPU-side cheats) and ``cheat.toml``:
+
+    tries       = one line: what the cheat tries
+    backend     = "host" (numpy in shared memory, runs in CI) or "cuda" (CuPy over CUDA IPC, GPU only)
+    exercise    = host: a course fixture exercise (ex90_add, ex91_axpy); cuda: a real exercise
+    expect      = "incorrect"        correctness fails, total 0
+                | "flag"             graded, with a review flag
+                | "zero_performance" correct, but 0 performance points
+                | "rejected"         a static or run-time check refuses it: not graded, or a case
+                                     refused (a forbidden library loaded), total 0
+    detected_by = a lower-case substring of the result's text (see :func:`result_text`): what caught it
+
+Host cheats are graded here with small profiles; cuda ones are marked ``gpu``.
+"""
+from __future__ import annotations
+
+import ast
+import os
+import signal
+import time
+import tomllib
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from grader.cases import PROFILES
+from grader.grade import GradeResult
+from grader.spec import load_spec
+from grader.timing import StopPolicy
+from tests.conftest import FIXTURES, ROOT, grade_folder
+
+CHEATS = Path(__file__).resolve().parent / "cheats"
+COURSE = FIXTURES / "course"
+FOLDERS = sorted(p.parent for p in CHEATS.glob("*/*/cheat.toml"))
+EXPECT = ("incorrect", "flag", "zero_performance", "rejected")
+BACKENDS = ("host", "cuda")
+KEYS = {"tries", "backend", "exercise", "expect", "detected_by"}
+# Exercises being written now: cheats for them are checked statically until they land.
+# Case statuses that are a refusal rather than a wrong answer.
+REFUSALS = {"forbidden", "forbidden_library", "required"}
+PENDING = {"ex09_gemm_naive", "ex10_gemm_smem", "ex11_gemm_regtile", "ex12_gemm_wgmma"}
+
+HOST_PROFILE = replace(PROFILES["quick"], examples=6, max_elements=2**13)
+HOST_POLICY = StopPolicy(min_samples=5, max_samples=20, max_seconds=0.3, warmup_ms=1)
+GPU_PROFILE = replace(PROFILES["quick"], examples=10)
+GPU_POLICY = StopPolicy(min_samples=10, max_samples=60, max_seconds=1.0, warmup_ms=10)
+
+
+def with_test_caps(spec):
+    """The spec with a 256 MiB host-memory cap where the grader has one, so the memory cheat can be
+    caught without filling the CI machine."""
+    if hasattr(spec.limits, "host_memory_gib"):
+        return replace(spec, limits=replace(spec.limits, host_memory_gib=0.25))
+    return spec
+
+
+def meta(folder: Path) -> dict:
+    return tomllib.loads((folder / "cheat.toml").read_text())
+
+
+def cheat_id(folder: Path) -> str:
+    return f"{folder.parent.name}/{folder.name}"
+
+
+def by_backend(backend: str) -> list[Path]:
+    return [f for f in FOLDERS if meta(f).get("backend") == backend]
+
+
+def exercise_dirs(m: dict) -> tuple[Path, Path]:
+    """(exercise folder, reference solution folder) for a cheat's metadata."""
+    base = COURSE if m["backend"] == "host" else ROOT
+    return base / "exercises" / m["exercise"], base / "solutions" / m["exercise"]
+
+
+def result_text(r: GradeResult) -> str:
+    """Everything a person would read about what went wrong, lower-cased: the refusal reason,
+    every failing case's message and details, timing failures, the score note and breakdown,
+    and the review flags."""
+    s = r.score
+    parts = [r.reason_kind, r.reason, s.note,
+             f"score: correctness {s.correctness:g} of {s.correctness_max:g}, "
+             f"performance {s.performance:g} of {s.performance_max:g}"]
+    for c in r.cases:
+        if not c.passed:
+            parts += [c.status, c.message, *c.details]
+    for b in r.benchmarks:
+        parts += [b.submission.failure or ""]
+    parts += list(r.flags)
+    return "\n".join(p for p in parts if p).lower()
+
+
+def check_expectation(r: GradeResult, m: dict) -> None:
+    text = result_text(r)
+    assert r.reason_kind != "grader_error" and not any(c.status == "grader_error" for c in r.cases), text
+    expect = m["expect"]
+    if expect == "rejected":
+        refused = r.status == "not_graded" or any(c.status in REFUSALS for c in r.cases)
+        assert refused and r.score.total == 0, text
+    else:
+        assert r.status == "graded", text
+    if expect == "incorrect":
+        assert not r.correct and r.score.total == 0, text
+    elif expect == "flag":
+        assert r.flags, text
+    elif expect == "zero_performance":
+        assert r.correct and r.score.performance == 0, text
+    assert m["detected_by"].lower() in text, f"{m['detected_by']!r} not in:\n{text}"
+
+
+def files_of(folder: Path) -> set[str]:
+    return {str(p.relative_to(folder)) for p in folder.rglob("*")}
+
+
+def _pids() -> set[int]:
+    return {int(d.name) for d in Path("/proc").iterdir() if d.name.isdigit()}
+
+
+def escaped(before: set[int], grace_s: float = 1.0) -> list[int]:
+    """Processes started since ``before`` that still run in a (now deleted) worker directory and
+    are neither a worker nor a resource tracker: what a submission left behind. Waits up to
+    ``grace_s`` for them to go away."""
+    end = time.monotonic() + grace_s
+    while True:
+        left = []
+        for pid in _pids() - before:
+            try:
+                cwd = os.readlink(f"/proc/{pid}/cwd")
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if "grade-worker-cwd-" in cwd and b"grader.sandbox.worker" not in cmd and b"resource_tracker" not in cmd:
+                left.append(pid)
+        if not left or time.monotonic() > end:
+            return left
+        time.sleep(0.1)
+
+
+def grade_host(folder: Path, spec_path: Path, reference: Path) -> tuple[GradeResult, list[int]]:
+    """Grade on the host backend; also the processes the submission left running (killed here)."""
+    before = _pids()
+    r = grade_folder(with_test_caps(load_spec(spec_path)), folder, backend="host", reference=reference,
+                     profile=HOST_PROFILE, policy=HOST_POLICY)
+    left = escaped(before)
+    for pid in left:  # started by the submission graded just now
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    return r, left
+
+
+# -- the corpus is well formed ---------------------------------------------------------------------
+def test_the_corpus_covers_enough_cheats():
+    assert len(FOLDERS) >= 24
+    assert {meta(f)["backend"] for f in FOLDERS} == set(BACKENDS)
+    names = [f.name for f in FOLDERS]
+    assert len(names) == len(set(names)), "cheat folder names must be unique"
+
+
+@pytest.mark.parametrize("folder", FOLDERS, ids=cheat_id)
+def test_cheat_folder_is_well_formed(folder):
+    m = meta(folder)
+    assert set(m) == KEYS, f"cheat.toml keys: {sorted(m)}"
+    assert all(isinstance(m[k], str) and m[k].strip() for k in KEYS)
+    assert "\n" not in m["tries"]
+    assert m["backend"] in BACKENDS and m["expect"] in EXPECT
+    assert m["detected_by"] == m["detected_by"].lower()
+    assert folder.parent.name == m["exercise"]
+    source = (folder / "solution.py").read_text()
+    first = source.splitlines()[0]
+    assert first.startswith("# cheat: ") and len(first) > len("# cheat: ") + 5, first
+    assert first == f"# cheat: {m['tries']}"
+    ast.parse(source, filename=str(folder / "solution.py"))
+    assert (folder / "kernel.cu").is_file()
+    if m["backend"] == "host":
+        assert (COURSE / "exercises" / m["exercise"] / "spec.toml").is_file()
+        assert (folder / "kernel.cu").read_text().strip() == ""
+    else:
+        assert m["exercise"] in PENDING or (ROOT / "exercises" / m["exercise"] / "spec.toml").is_file()
+        assert (folder / "kernel.cu").read_text().strip(), "a GPU cheat needs its kernel.cu"
+
+
+# -- host cheats: graded in CI -----------------------------------------------------------------------
+@pytest.mark.parametrize("folder", by_backend("host"), ids=cheat_id)
+def test_host_cheat_is_caught(folder):
+    m = meta(folder)
+    ex, ref = exercise_dirs(m)
+    before = files_of(folder)
+    r, left = grade_host(folder, ex / "spec.toml", ref)
+    assert files_of(folder) == before, "a cheat wrote into its folder"
+    check_expectation(r, m)
+    assert not left, f"processes {left} outlived the grade"
+
+
+@pytest.mark.parametrize("exercise", sorted({meta(f)["exercise"] for f in by_backend("host")}))
+def test_the_honest_reference_is_not_flagged(exercise):
+    """The control: the same grade of the exercise's own solution is correct and unflagged, so a
+    cheat's flag is its own doing."""
+    sol = COURSE / "solutions" / exercise
+    r, left = grade_host(sol, COURSE / "exercises" / exercise / "spec.toml", sol)
+    assert r.correct and r.score.performance > 0, result_text(r)
+    assert not r.flags and not left, result_text(r)
+
+
+# -- cuda cheats: on a GPU -------------------------------------------------------------------------------
+@pytest.mark.gpu
+@pytest.mark.parametrize("folder", by_backend("cuda"), ids=cheat_id)
+def test_cuda_cheat_is_caught(folder):
+    m = meta(folder)
+    ex, ref = exercise_dirs(m)
+    if not (ex / "spec.toml").is_file():
+        pytest.skip(f"{m['exercise']} is not in exercises/ yet")
+    r = grade_folder(load_spec(ex / "spec.toml"), folder, backend="cuda",
+                     reference=ref if ref.is_dir() else None, profile=GPU_PROFILE, policy=GPU_POLICY)
+    check_expectation(r, m)
