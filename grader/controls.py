@@ -36,7 +36,12 @@ _spec = importlib.util.spec_from_file_location("oracle", {oracle!r})
 _oracle = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_oracle)
 ORDER, PURE, OUTPUTS, SCALARS, CONTROL = {order!r}, {pure!r}, {outputs!r}, {scalars!r}, {name!r}
-REDUCED = {reduced!r}  # inputs whose leading dim no output has: a reduction over them
+REDUCED = {reduced!r}  # input -> axes along a dim no output has (a reduction over it)
+BFLOAT16 = {bfloat16!r}  # inputs that may be bfloat16, which arrive as uint16 bits
+
+
+def _decode(v):
+    return (v.astype(np.uint32) << 16).view(np.float32) if v.dtype == np.uint16 else v
 
 
 def _inputs(named):
@@ -50,11 +55,12 @@ def _inputs(named):
             if CONTROL == "low_precision" and isinstance(v, float):
                 v = float(np.float16(v))
         else:
-            v = np.array(v, copy=True)
+            v = np.array(_decode(v) if n in BFLOAT16 else v, copy=True)
             if CONTROL == "low_precision" and v.dtype.kind == "f":
                 v = v.astype(np.float16).astype(v.dtype)
-            if CONTROL == "multiple_of_256" and n in REDUCED:
-                v = v[: v.shape[0] - v.shape[0] % 256]
+            if CONTROL == "multiple_of_256":
+                for axis in REDUCED.get(n, ()):
+                    v = np.take(v, np.arange(v.shape[axis] - v.shape[axis] % 256), axis=axis)
         out.append(v)
     return out
 
@@ -123,9 +129,18 @@ def write_control(spec: Spec, name: str, folder: Path) -> Path:
         name=name, description=CONTROLS[name], oracle=str((spec.directory / "reference.py").resolve()),
         order=list(spec.arg_order), pure=[t.name for t in spec.outputs if not t.inplace],
         outputs=[t.name for t in spec.outputs], scalars=[s.name for s in spec.scalars],
-        reduced=[t.name for t in spec.inputs if t.shape and isinstance(t.shape[0], str)
-                 and all(t.shape[0] not in o.shape for o in spec.outputs)]))
+        reduced=reduced_axes(spec),
+        bfloat16=[t.name for t in spec.inputs if "bfloat16" in spec.dtypes_of(t)]))
     return folder
+
+
+def reduced_axes(spec: Spec) -> dict[str, list[int]]:
+    """Input -> its axes along a reduced dim: the leading dim of an input that no output has
+    (n of a sum over x[n]; K of a product a[M, K] @ b[K, N])."""
+    reduced = {t.shape[0] for t in spec.inputs if t.shape and isinstance(t.shape[0], str)
+               and all(t.shape[0] not in o.shape for o in spec.outputs)}
+    out = {t.name: [i for i, s in enumerate(t.shape) if s in reduced] for t in spec.inputs}
+    return {k: v for k, v in out.items() if v}
 
 
 def run_controls(spec: Spec, examples: int = 12, seed: int = 0) -> list[ControlResult]:

@@ -163,11 +163,38 @@ def static_check(spec: Spec, submission: Path) -> tuple[str, str] | None:
 
 
 def _strip_comments(text: str, name: str) -> str:
-    """Blank out comments (keeping line numbers) so a forbidden word in a comment is not a hit."""
+    """Blank out comments, and docstrings in Python (keeping line numbers), so a forbidden word in
+    prose is not a hit."""
     if name.endswith(".py"):
-        return re.sub(r"#[^\n]*", "", text)
+        return _strip_python_prose(text)
     text = re.sub(r"/\*.*?\*/", lambda m: re.sub(r"[^\n]", " ", m.group(0)), text, flags=re.S)
     return re.sub(r"//[^\n]*", "", text)
+
+
+def _strip_python_prose(text: str) -> str:
+    import io
+    import tokenize
+    lines = text.splitlines(keepends=True)
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return re.sub(r"#[^\n]*", "", text)
+    spans = []
+    prev = tokenize.NEWLINE
+    for tok in tokens:
+        if tok.type == tokenize.COMMENT:
+            spans.append((tok.start, tok.end))
+        elif tok.type == tokenize.STRING and prev in (tokenize.NEWLINE, tokenize.NL, tokenize.INDENT, tokenize.DEDENT):
+            spans.append((tok.start, tok.end))  # a string alone on its line: a docstring
+        if tok.type not in (tokenize.COMMENT,):
+            prev = tok.type
+    for (r0, c0), (r1, c1) in reversed(spans):
+        for r in range(r0, r1 + 1):
+            line = lines[r - 1]
+            a = c0 if r == r0 else 0
+            b = c1 if r == r1 else len(line.rstrip("\n"))
+            lines[r - 1] = line[:a] + " " * (b - a) + line[b:]
+    return "".join(lines)
 
 
 # -- the grader ------------------------------------------------------------------------------------

@@ -1,0 +1,5 @@
+"""Oracle for ex12_gemm_tensorcore: C = A @ B in float64 (half-precision inputs arrive decoded to float32)."""
+
+
+def reference(xp, a, b):
+    return a.astype(xp.float64) @ b.astype(xp.float64)
