@@ -68,6 +68,11 @@ def library_ms(ex: str) -> tuple[str, float]:
     if ex == "ex04_reduction":
         x = cupy.random.standard_normal(dims["n"], dtype=cupy.float32)
         return "cupy.sum", time_gpu(lambda: x.sum()).median_ms
+    if "gemm" in ex:
+        dt = cupy.float16 if "tensorcore" in ex else cupy.float32
+        a = cupy.random.standard_normal((dims["M"], dims["K"]), dtype=cupy.float32).astype(dt)
+        b = cupy.random.standard_normal((dims["K"], dims["N"]), dtype=cupy.float32).astype(dt)
+        return f"cupy.matmul {cupy.dtype(dt).name}", time_gpu(lambda: cupy.matmul(a, b)).median_ms
     if ex != "ex07_softmax":
         return "see bench.txt", float("nan")
     x = cupy.random.standard_normal((dims["rows"], dims["cols"]), dtype=cupy.float32)
@@ -86,6 +91,9 @@ def main() -> None:
     ap.add_argument("--only", nargs="*", default=EXERCISES)
     ap.add_argument("--bench-only", nargs="*", default=None, help="exercises for bench_references (default: all)")
     ap.add_argument("--pytest-k", default="", help="-k expression for the GPU tests")
+    ap.add_argument("--pytest-timeout", type=int, default=420, help="seconds for the whole GPU test run")
+    ap.add_argument("--gemm-bench", action="store_true", help="also run benchmarks/bench_gemm.py")
+    ap.add_argument("--skip-grades", action="store_true", help="skip grading every solution/stub")
     ap.add_argument("--calibrate", nargs="*", default=["ex01_vector_add", "ex07_softmax"],
                     help="exercises to calibrate twice (agreement check)")
     ap.add_argument("--skip-instructor", action="store_true", help="skip grade check/calibrate/batch")
@@ -100,11 +108,15 @@ def main() -> None:
 
     lines = []
     if not args.skip_pytest and not args.only_instructor:
-        rc, wall = sh([sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-rfEs", "tests/",
+        rc, wall = sh([sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-rfEs", "-s", "--durations=25", "tests/",
                        *(["-k", args.pytest_k] if args.pytest_k else []),
-                       f"--junitxml={work / 'pytest-gpu.xml'}"], work / "pytest-gpu.txt", 240)
+                       f"--junitxml={work / 'pytest-gpu.xml'}"], work / "pytest-gpu.txt", args.pytest_timeout)
         lines.append(f"GPU tests: exit {rc} in {wall:.0f} s: {tail(work / 'pytest-gpu.txt', 1)}")
-        print(tail(work / "pytest-gpu.txt", 25), flush=True)
+        print(tail(work / "pytest-gpu.txt", 60), flush=True)
+    if args.gemm_bench:
+        rc, wall = sh([sys.executable, "benchmarks/bench_gemm.py"], work / "bench_gemm.txt", 300)
+        print(tail(work / "bench_gemm.txt", 60), flush=True)
+        lines.append(f"bench_gemm: exit {rc} in {wall:.0f} s")
     if not args.skip_bench and not args.only_instructor:
         rc, wall = sh([sys.executable, "benchmarks/bench_references.py",
                        *(["--only", *args.bench_only] if args.bench_only else [])], work / "bench.txt", 150)
@@ -112,7 +124,7 @@ def main() -> None:
         lines.append(f"bench_references: exit {rc} in {wall:.0f} s")
 
     rows, calib = [], {}
-    for ex in ([] if args.only_instructor else args.only):
+    for ex in ([] if args.only_instructor or args.skip_grades else args.only):
         sol, sol_wall = grade_json(ex, f"solutions/{ex}", work, "solution")
         sol2, warm_wall = grade_json(ex, f"solutions/{ex}", work, "solution-warm") if ex == "ex07_softmax" else ({}, 0.0)
         stub, stub_wall = grade_json(ex, f"student_template/{ex}", work, "stub")

@@ -101,3 +101,53 @@ def test_compile_error_is_reported_with_line(tmp_path) -> None:
     r = grade_folder(spec_of("ex01_vector_add"), tmp_path)
     assert r.status == "not_graded" and r.reason_kind == "compile_error"
     assert "kernel.cu:3: error:" in r.reason and "undefined_name" in r.reason
+
+
+# -- the GEMM ladder ------------------------------------------------------------------------------------
+# (fixture, exercise, largest share of the performance points it may score). Timed without the
+# 8192^3 shape to keep the suite short: the naive kernels take seconds per call there.
+LADDER = [("ex09_gemm_naive_uncoalesced", "ex09_gemm_naive", 0.1),
+          ("ex10_gemm_smem_prev", "ex10_gemm_smem", 0.5),
+          ("ex11_gemm_regtile_prev", "ex11_gemm_regtile", 0.5),
+          ("ex12_gemm_tensorcore_prev", "ex12_gemm_tensorcore", 0.5)]
+
+
+def _without_8192_cubed(name: str):
+    spec = spec_of(name)
+    return replace(spec, benchmarks=tuple(b for b in spec.benchmarks if not b.name.startswith("8192^3")))
+
+
+@pytest.mark.parametrize("fixture, name, share", LADDER, ids=[f for f, _, _ in LADDER])
+def test_previous_rung_is_correct_and_scores_clearly_fewer_points(fixture: str, name: str, share: float) -> None:
+    spec = _without_8192_cubed(name)
+    r = grade_folder(spec, FIXTURES / "gpu" / fixture, reference=ROOT / "solutions" / name)
+    assert r.correct, r.smallest_failure
+    ratios = {b.name: round(b.ratio, 3) for b in r.benchmarks}
+    print(f"LADDER {fixture}: performance {r.score.performance:.1f}/{r.score.performance_max:g}, ratios {ratios}")
+    assert r.score.performance <= share * r.score.performance_max, ratios
+
+
+def test_float16_accumulators_fail_ex12() -> None:
+    r = grade_folder(_without_8192_cubed("ex12_gemm_tensorcore"), FIXTURES / "gpu" / "ex12_gemm_tensorcore_fp16acc",
+                     benchmark=False)
+    assert not r.correct and r.score.total == 0
+    assert "norm-wise relative error" in " ".join(r.smallest_failure.details)
+
+
+def test_ex12_without_tensor_core_instructions_gets_no_performance_points() -> None:
+    name = "ex12_gemm_tensorcore"
+    r = grade_folder(_without_8192_cubed(name), FIXTURES / "gpu" / "ex12_gemm_tensorcore_nomma",
+                     reference=ROOT / "solutions" / name)
+    assert r.correct, r.smallest_failure
+    assert r.score.performance == 0 and "required_ptx" in r.score.note
+    assert any("required_ptx" in f for f in r.flags)
+
+
+def test_cublas_loaded_at_run_time_is_rejected(tmp_path) -> None:
+    """The source check misses a library reached through importlib; the worker's memory map does not."""
+    (tmp_path / "kernel.cu").write_text('extern "C" __global__ void unused() {}\n')
+    (tmp_path / "solution.py").write_text("import importlib\n_cp = importlib.import_module('cupy')\n"
+                                          "def solve(a, b, c):\n    getattr(_cp, 'mat' + 'mul')(a, b, out=c)\n")
+    r = grade_folder(_without_8192_cubed("ex11_gemm_regtile"), tmp_path, benchmark=False)
+    assert not r.correct and r.score.total == 0
+    assert r.smallest_failure.status == "forbidden_library" and "libcublas" in r.smallest_failure.message
