@@ -5,6 +5,7 @@ runs the float64 oracle and compares; the submission only ever runs inside a wor
 """
 from __future__ import annotations
 
+import math
 import random
 import re
 import time
@@ -77,7 +78,9 @@ class BenchResult:
     @property
     def ratio(self) -> float | None:
         ref = self.reference.time_ms if self.reference and self.reference.time_ms else self.calibrated_ms
-        return ref / self.time_ms if ref and self.time_ms else None
+        if not ref or self.time_ms is None:
+            return None
+        return ref / self.time_ms if self.time_ms > 0 else math.inf
 
 
 @dataclass(frozen=True)

@@ -148,6 +148,9 @@ def review_flags(shapes: Sequence[ShapePerf], thresholds: Thresholds) -> list[st
     for s in shapes:
         if s.roofline_fraction is not None and s.roofline_fraction > PLAUSIBLE_CEILING_FRACTION:
             flags.append(f"{s.name}: {s.roofline_fraction:.0%} of the measured ceiling is above what the GPU can do")
+        if s.time_ms is not None and s.time_ms <= 0 and not s.failure:
+            flags.append(f"{s.name}: a time of 0 ms is implausible (a frozen or patched timer?)")
+            continue
         for label, ref in (("reference", s.reference_ms), ("calibrated reference", s.calibrated_ms)):
             if ref and s.time_ms and ref / s.time_ms > thresholds.implausible_ratio:
                 flags.append(f"{s.name}: {ref / s.time_ms:.1f}x faster than the {label} "

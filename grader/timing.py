@@ -141,7 +141,7 @@ OUTSIDE_SLACK_MS = 0.05
 OUTSIDE_ABSOLUTE_MS = 0.5
 # A round whose slowest call took this many times its fastest (and at least UNEVEN_MIN_MS) is uneven.
 UNEVEN_RATIO = 4.0
-UNEVEN_MIN_MS = 0.005
+UNEVEN_MIN_MS = 0.05
 BASELINES = ("reference", "baseline")
 
 
@@ -246,7 +246,8 @@ def finalize(timings: list[ContestantTiming]) -> list[ShapeResult]:
             allowed = max(OUTSIDE_FACTOR * base_overhead, base_overhead + OUTSIDE_SLACK_MS * calls)
         else:
             allowed = OUTSIDE_ABSOLUTE_MS * calls
-        outside = t.name not in BASELINES and overhead > allowed
+        # reported times of zero are not believed either (a GPU call takes microseconds at least)
+        outside = t.name not in BASELINES and (overhead > allowed or statistics.median(t.samples) <= 0)
         samples = t.samples
         if outside:  # the parent's wall clock, less the harness overhead the baseline shows
             samples = [max(0.0, wall - (base_overhead or 0.0)) / len(ts) for ts, wall in t.rounds]

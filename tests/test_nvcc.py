@@ -8,7 +8,9 @@ import pytest
 
 from tests.conftest import ROOT
 
-CU_FILES = sorted(p for p in ROOT.rglob("*.cu") if not any(part.startswith(".") for part in p.relative_to(ROOT).parts))
+CU_FILES = sorted(p for p in ROOT.rglob("*.cu")
+                  if not any(part.startswith(".") for part in p.relative_to(ROOT).parts)
+                  and "__global__" in p.read_text(errors="replace"))  # skips the CPU-only fakes' empty files
 ARCHES = ["sm_80", "sm_89", "sm_90"]
 
 

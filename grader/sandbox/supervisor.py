@@ -25,6 +25,7 @@ from grader.sandbox import protocol, watch
 PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
 OUTPUT_LIMIT_BYTES = 16 * 1024 * 1024
 WATCH_INTERVAL_S = 0.05      # how often memory is sampled while the parent waits for a reply
+_LIVE_WORKERS: set[int] = set()   # PIDs of this process's running workers (never strays)
 
 # Failure kinds, as they appear in reports.
 KIND_TEXT = {
@@ -106,7 +107,7 @@ class Worker:
         self.strays_killed = 0     # processes found still running after the worker was killed
         self.peak_host_bytes = 0
         self.peak_device_bytes: int | None = None
-        watch.make_parent_undumpable()
+        watch.protect_parent()
 
     # -- lifecycle --------------------------------------------------------------------------------
     @property
@@ -136,6 +137,7 @@ class Worker:
             log.close()
         self.sock = parent
         self.starts += 1
+        _LIVE_WORKERS.add(self.proc.pid)
         hello = self.request({"op": "hello"}, self.config.compile_s)
         if not hello.ok:
             return hello
@@ -148,6 +150,8 @@ class Worker:
         return out
 
     def kill(self) -> None:
+        if self.proc is not None:
+            _LIVE_WORKERS.discard(self.proc.pid)
         if self.proc is not None and self.proc.poll() is None:
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)
@@ -158,7 +162,7 @@ class Worker:
                 self.proc.wait(timeout=30)
             except subprocess.TimeoutExpired:  # pragma: no cover - a process stuck in the driver
                 pass
-            strays = watch.stray_processes(self.token)  # left the session (setsid) but kept the token
+            strays = watch.stray_processes(self.token, self.proc.pid, _LIVE_WORKERS)
             if strays:
                 watch.kill_all(strays)
                 self.strays_killed += len(strays)
@@ -196,6 +200,7 @@ class Worker:
         if self.cwd is not None:
             shutil.rmtree(self.cwd, ignore_errors=True)
             self.cwd = None
+        self.log_path.unlink(missing_ok=True)
 
     def log_tail(self, lines: int = 15) -> str:
         try:

@@ -9,8 +9,8 @@ Everything here reads ``/proc`` (Linux) or NVML in the parent:
 - :func:`mapped_libraries`: file names of the shared objects mapped into the worker, for the
   spec's ``[features] forbidden_libraries`` (cuBLAS loaded through ``cupy.matmul``, ``ctypes`` or
   another framework shows up here however it was reached);
-- :func:`stray_processes`: processes that still carry a worker's token after it was killed (a
-  daemon that left the worker's session with ``setsid``).
+- :func:`stray_processes`: processes a killed worker left behind (a daemon that left the worker's
+  session with ``setsid``), by the worker's token in their environment or by re-parenting.
 """
 from __future__ import annotations
 
@@ -99,40 +99,66 @@ def forbidden_in(libraries: set[str], forbidden: tuple[str, ...]) -> list[str]:
     return sorted(lib for lib in libraries for f in forbidden if lib.startswith(f))
 
 
-def stray_processes(token: str) -> list[int]:
-    """PIDs of the current user's processes whose environment holds ``TOKEN_VAR=token``."""
+def _stat_fields(pid: int) -> list[str]:
+    """Fields of /proc/PID/stat after the command name: [0] state, [1] ppid, [3] session id."""
+    stat = (_PROC / str(pid) / "stat").read_text()
+    return stat[stat.rfind(")") + 2:].split()
+
+
+def stray_processes(token: str, worker_sid: int, live: set[int]) -> list[int]:
+    """Processes a killed worker left behind: those of this user whose environment holds
+    ``TOKEN_VAR=token``, and this process's own children that are in another session than ours
+    and are no live worker (``live``): a daemon that cleared its environment is re-parented here,
+    because :func:`protect_parent` makes this process a child subreaper. Processes still in the
+    worker's session (``worker_sid``) were just sent SIGKILL and are not counted."""
     needle = f"{TOKEN_VAR}={token}".encode()
+    me, my_sid, uid = os.getpid(), os.getsid(0), os.getuid()
     out = []
-    uid = os.getuid()
     for d in _PROC.iterdir() if _PROC.is_dir() else ():
-        if not d.name.isdigit() or int(d.name) == os.getpid():
+        if not d.name.isdigit() or int(d.name) in (me, *live):
             continue
+        pid = int(d.name)
         try:
             if d.stat().st_uid != uid:
                 continue
-            if needle in (d / "environ").read_bytes().split(b"\0"):
-                out.append(int(d.name))
-        except OSError:
+            fields = _stat_fields(pid)
+            if fields[0] in "ZX" or int(fields[3]) == worker_sid:
+                continue
+            orphan = int(fields[1]) == me and int(fields[3]) != my_sid
+            if orphan or needle in (d / "environ").read_bytes().split(b"\0"):
+                out.append(pid)
+        except (OSError, ValueError, IndexError):
             continue
     return out
 
 
 def kill_all(pids: list[int]) -> None:
+    """SIGKILL each PID, then reap those that were re-parented to this process."""
     for pid in pids:
         try:
             os.kill(pid, signal.SIGKILL)
         except OSError:
             pass
+    for pid in pids:
+        try:
+            os.waitpid(pid, 0)
+        except (ChildProcessError, OSError):
+            pass  # not our child: init reaps it
 
 
-def make_parent_undumpable() -> bool:
-    """Mark this (the grading) process non-dumpable, so processes of the same user (the worker
-    and anything it starts) cannot read its ``/proc/PID/environ`` or ``mem`` or ptrace it
-    (prctl(2), PR_SET_DUMPABLE). Returns whether it took effect (Linux only). Root can still read
-    them: grade as an unprivileged user where submissions are untrusted."""
+def protect_parent() -> bool:
+    """Harden this (the grading) process against its workers, with prctl(2):
+
+    - PR_SET_DUMPABLE 0: processes of the same user (the worker and anything it starts) can no
+      longer read its ``/proc/PID/environ`` or ``mem`` or ptrace it. Root still can: grade as an
+      unprivileged user where submissions are untrusted.
+    - PR_SET_CHILD_SUBREAPER 1: a daemon a worker double-forks is re-parented to this process
+      instead of init, so :func:`stray_processes` finds it however it hid.
+
+    Returns whether both took effect (Linux only)."""
     try:
         import ctypes
         libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(4, 0, 0, 0, 0) == 0   # PR_SET_DUMPABLE = 4
+        return libc.prctl(4, 0, 0, 0, 0) == 0 and libc.prctl(36, 1, 0, 0, 0) == 0
     except (OSError, AttributeError):
         return False
