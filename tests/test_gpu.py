@@ -151,3 +151,18 @@ def test_cublas_loaded_at_run_time_is_rejected(tmp_path) -> None:
     r = grade_folder(_without_8192_cubed("ex11_gemm_regtile"), tmp_path, benchmark=False)
     assert not r.correct and r.score.total == 0
     assert r.smallest_failure.status == "forbidden_library" and "libcublas" in r.smallest_failure.message
+
+
+def test_nvml_sees_the_workers_device_memory() -> None:
+    """The device-memory cap relies on NVML listing the worker's PID (not so in some containers)."""
+    from grader.sandbox import watch
+    from grader.sandbox.supervisor import Worker, WorkerConfig
+    w = Worker(WorkerConfig("cuda", ROOT / "solutions" / "ex01_vector_add", ("-std=c++17",), ("a", "b", "c"),
+                            120, 20, 0, 1 << 34))
+    try:
+        assert w.ensure().ok
+        used = watch.device_memory_bytes(watch.session_pids(w.proc.pid))
+        print(f"NVML device memory of the worker: {used}")
+        assert used is not None and used > 0
+    finally:
+        w.close()
