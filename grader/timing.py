@@ -269,15 +269,16 @@ def time_gpu(fn: Callable[[], Any], *, warmup_ms: float = 25.0, policy: StopPoli
     flush = cupy.empty(flush_bytes, cupy.uint8) if flush_bytes else None
     end = time.perf_counter() + warmup_ms / 1e3
     fn()
-    while time.perf_counter() < end:
-        fn()
     cupy.cuda.runtime.deviceSynchronize()
+    while time.perf_counter() < end:  # synchronised: never queue more work than the warm-up time
+        fn()
+        cupy.cuda.runtime.deviceSynchronize()
     samples: list[float] = []
     t0 = time.perf_counter()
     stream = cupy.cuda.get_current_stream()
     while not policy.done(samples, time.perf_counter() - t0):
         batch = []
-        for i in range(10):
+        for i in range(min(10, max(1, policy.min_samples - len(samples)))):
             if flush is not None:
                 flush.fill(i)
             a, b = cupy.cuda.Event(), cupy.cuda.Event()
