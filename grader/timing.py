@@ -278,7 +278,8 @@ def time_gpu(fn: Callable[[], Any], *, warmup_ms: float = 25.0, policy: StopPoli
     stream = cupy.cuda.get_current_stream()
     while not policy.done(samples, time.perf_counter() - t0):
         batch = []
-        for i in range(min(10, max(1, policy.min_samples - len(samples)))):
+        need = policy.min_samples - len(samples)
+        for i in range(min(10, need) if need > 0 else 10):
             if flush is not None:
                 flush.fill(i)
             a, b = cupy.cuda.Event(), cupy.cuda.Event()
