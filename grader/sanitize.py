@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
+MEMCHECK_PADDING = 512   # bytes of red zone memcheck adds after each allocation
 PRINT_LIMIT = 20                # errors compute-sanitizer prints per run
 CUDA_BIN = Path("/usr/local/cuda/bin")
 TIMEOUT_FACTOR, TIMEOUT_EXTRA_S = 20, 60.0  # sanitizer runs are slow: case_s * 20 + compile_s + 60 s
@@ -143,6 +144,8 @@ def command(sanitizer: str, tool: str, log_file: Path, spec_path: Path, submissi
            "--launch-timeout", "120", "--show-backtrace", "no", "--log-file", str(log_file)]
     if tool == "racecheck":
         cmd += ["--racecheck-report", "analysis"]
+    if tool == "memcheck":  # red zones after every allocation: cudaMalloc rounds sizes up, and a read
+        cmd += ["--padding", str(MEMCHECK_PADDING)]  # just past the end would land in that slack
     return cmd + [python or sys.executable, "-P", "-m", "grader.sanitize_run", str(spec_path), str(submission),
                   token, "--status", str(status_file)]
 

@@ -21,7 +21,7 @@ def test_solution_gets_full_marks(name: str) -> None:
     assert r.correct, r.smallest_failure
     assert r.score.correctness == spec.points_correctness
     assert r.score.performance == spec.points_performance, (r.score, [b.ratio for b in r.benchmarks])
-    assert all(b.submission.stats.n >= 10 for b in r.benchmarks)
+    assert all(b.submission.stats.n >= 3 for b in r.benchmarks)   # rounds (each the mean of 3 calls)
 
 
 @pytest.mark.parametrize("name", EXERCISES)
@@ -30,7 +30,8 @@ def test_stub_scores_zero_cleanly(name: str) -> None:
     assert r.status == "graded"
     assert r.score.total == 0
     assert r.smallest_failure is not None and r.smallest_failure.status == "fail"
-    assert "never written" in " ".join(r.smallest_failure.details)
+    if not any(t.inplace for t in spec_of(name).outputs):   # an in-place output keeps its initial values
+        assert "never written" in " ".join(r.smallest_failure.details)
     assert r.worker_restarts == 0
 
 
@@ -162,7 +163,8 @@ def test_nvml_sees_the_workers_device_memory() -> None:
     try:
         assert w.ensure().ok
         used = watch.device_memory_bytes(watch.session_pids(w.proc.pid))
-        print(f"NVML device memory of the worker: {used}")
+        print(f"NVML device memory of the worker: {used}; cuBLAS mapped at start-up: "
+              f"{sorted(lib for lib in w.baseline_libraries or () if 'cublas' in lib)}")
         assert used is not None and used > 0
     finally:
         w.close()

@@ -107,6 +107,8 @@ class Worker:
         self.strays_killed = 0     # processes found still running after the worker was killed
         self.peak_host_bytes = 0
         self.peak_device_bytes: int | None = None
+        self.baseline_libraries: set[str] | None = None
+        self._last_sample = 0.0
         watch.protect_parent()
 
     # -- lifecycle --------------------------------------------------------------------------------
@@ -138,9 +140,11 @@ class Worker:
         self.sock = parent
         self.starts += 1
         _LIVE_WORKERS.add(self.proc.pid)
+        self.baseline_libraries = None
         hello = self.request({"op": "hello"}, self.config.compile_s)
         if not hello.ok:
             return hello
+        self.baseline_libraries = self._libraries()  # mapped by the grader's own work, before any submission code
         out = self.request({"op": "load", "dir": str(self.config.submission), "options": list(self.config.options),
                             "nargs": len(self.config.arg_names), "arg_names": list(self.config.arg_names),
                             "device_memory_bytes": self.config.device_memory_bytes},
@@ -236,6 +240,11 @@ class Worker:
             wall = time.perf_counter() - t0
             return self._crashed(wall)
         wall = time.perf_counter() - t0
+        if time.perf_counter() - self._last_sample >= WATCH_INTERVAL_S:
+            over = self._memory_over_caps()
+            if over is not None:
+                self.kill()
+                return Outcome(False, over[0], over[1], self.log_tail(), wall_s=wall)
         banned = self._forbidden_loaded()
         if banned:
             self.kill()
@@ -268,6 +277,7 @@ class Worker:
 
     def _memory_over_caps(self) -> tuple[str, str] | None:
         cfg = self.config
+        self._last_sample = time.perf_counter()
         if not (cfg.host_memory_bytes or cfg.device_memory_bytes) or self.proc is None:
             return None
         pids = watch.session_pids(self.proc.pid) or [self.proc.pid]
@@ -288,14 +298,20 @@ class Worker:
                         f"the worker was killed")
         return None
 
-    def _forbidden_loaded(self) -> list[str]:
-        if not self.config.forbidden_libraries or self.proc is None:
-            return []
-        pids = watch.session_pids(self.proc.pid) or [self.proc.pid]
+    def _libraries(self) -> set[str]:
+        if self.proc is None:
+            return set()
         libs: set[str] = set()
-        for pid in pids:
+        for pid in watch.session_pids(self.proc.pid) or [self.proc.pid]:
             libs |= watch.mapped_libraries(pid)
-        return watch.forbidden_in(libs, self.config.forbidden_libraries)
+        return libs
+
+    def _forbidden_loaded(self) -> list[str]:
+        """Forbidden libraries mapped since the worker's start-up (CuPy itself may map some, e.g.
+        libcublasLt, before any submission code runs: those are not the submission's doing)."""
+        if not self.config.forbidden_libraries or self.proc is None or self.baseline_libraries is None:
+            return []
+        return watch.forbidden_in(self._libraries() - self.baseline_libraries, self.config.forbidden_libraries)
 
     def _crashed(self, wall: float) -> Outcome:
         code = None
