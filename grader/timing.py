@@ -81,16 +81,20 @@ def summarize(samples: Sequence[float]) -> TimingStats:
 @dataclass(frozen=True)
 class StopPolicy:
     """When to stop sampling one shape: at least ``min_samples``, then as soon as the median's
-    relative standard error is <= ``target_rse``; never more than ``max_samples`` samples or
-    ``max_seconds`` of wall time."""
+    relative standard error is <= ``target_rse``; never more than ``max_samples`` samples, nor more
+    than ``max_seconds`` of wall time once ``min_rounds`` samples exist (slow kernels: a median
+    and quartiles need a few samples however long they take)."""
     min_samples: int = 10
     max_samples: int = 300
     target_rse: float = 0.005
     max_seconds: float = 3.0
     warmup_ms: float = 25.0
+    min_rounds: int = 3
 
     def done(self, samples: Sequence[float], elapsed_s: float) -> bool:
-        if len(samples) >= self.max_samples or elapsed_s >= self.max_seconds:
+        if len(samples) >= self.max_samples:
+            return True
+        if elapsed_s >= self.max_seconds and len(samples) >= min(self.min_rounds, self.min_samples):
             return True
         return len(samples) >= self.min_samples and summarize(samples).rse <= self.target_rse
 

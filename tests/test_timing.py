@@ -50,7 +50,8 @@ NOISY = [1.0, 2.0] * 5  # rse = 1.2533 * (1 / 1.349) / sqrt(10) / 1.5 = 0.196
     (NOISY, 1.99, False),
     (NOISY, 2.0, True),               # max_seconds
     ([1.0, 2.0] * 10, 0.0, True),     # max_samples
-    ([], 2.5, True),                  # out of time even without samples
+    ([], 2.5, False),                 # out of time, but fewer than min_rounds samples
+    ([1.0, 2.0, 4.0], 2.5, True),     # out of time with min_rounds samples
     ([], 0.0, False),
 ])
 def test_stop_policy(samples: list[float], elapsed: float, done: bool) -> None:
@@ -225,7 +226,7 @@ def test_stops_at_max_seconds() -> None:
     log: list[str] = []
     sub = Fake("submission", log, lambda r: [1.0, 9.0])
     (s,), rounds = bench([sub], log, StopPolicy(min_samples=100, max_samples=1000, max_seconds=0.0))
-    assert rounds == [1] and s.stats.n == 1
+    assert rounds == [1, 2, 3] and s.stats.n == 3   # min_rounds even when out of time
 
 
 def test_verify_failure_is_the_contestants_failure() -> None:
