@@ -32,6 +32,7 @@ TIMING_FAILS_CORRECTNESS = ("wrong", "forbidden_library", "host_memory_limit", "
                             "malformed_times")
 MAX_TIMEOUTS = 2       # time-outs before no further case is run
 MAX_FAILED_RUNS = 25   # failing runs (edge cases and shrinking steps together) before stopping
+CASE_BUDGET_SHARE = 0.6  # share of [limits] total_s the correctness cases may use
 
 
 # -- results -------------------------------------------------------------------------------------
@@ -216,6 +217,7 @@ class Grader:
         self.arg_names = spec.arg_order
         self.worker = self._worker(self.submission)
         self.t0 = time.perf_counter()
+        self.budget_spent = False   # correctness stopped early: the case share of total_s ran out
 
     def _worker(self, folder: Path) -> Worker:
         lim = self.spec.limits
@@ -239,7 +241,8 @@ class Grader:
         inst = Instance(self.spec, self.backend, self.oracle, case)
         try:
             inst.reset()
-            out = self.worker.request({"op": "run", "args": inst.descriptors()}, self.spec.limits.case_s)
+            out = self.worker.request({"op": "run", "args": inst.descriptors()}, self.spec.limits.case_s,
+                                      "[limits] case_s")
             if not out.ok:
                 return CaseResult(status=out.kind, message=f"{KIND_TEXT[out.kind]}: {out.message}",
                                   details=tuple(x for x in (out.detail,) if x), seconds=out.wall_s, **base)
@@ -273,8 +276,10 @@ class Grader:
         and up to the call time limit) or when the exercise's time budget is spent."""
         timeouts = sum(r.status == "timeout" for r in results)
         failures = sum(not r.passed for r in results)
-        return (timeouts >= MAX_TIMEOUTS or failures >= MAX_FAILED_RUNS
-                or time.perf_counter() > self.t0 + self.spec.limits.total_s * 0.6)
+        if time.perf_counter() > self.t0 + self.spec.limits.total_s * CASE_BUDGET_SHARE:
+            self.budget_spent = True
+            return True
+        return timeouts >= MAX_TIMEOUTS or failures >= MAX_FAILED_RUNS
 
     def property_cases(self, earlier: Sequence[CaseResult]) -> list[CaseResult]:
         """Hypothesis-generated cases; on a failure hypothesis shrinks towards the smallest shape.
@@ -317,7 +322,6 @@ class Grader:
         """Time one shape: the submission against ``other``, the reference solution (``other_name``
         "reference") or the no-op baseline worker ("baseline"), see grader.timing."""
         spec = self.spec
-        reference = other
         dims = bench.as_dict()
 
         def case(seed: int) -> Case:
@@ -356,7 +360,7 @@ class Grader:
         finally:
             clock = clock_state(self.device.index) if self.device is not None else None
             for inst in sets:
-                self.release(inst, self.worker, reference)
+                self.release(inst, self.worker, other)
             if self.backend.name == "cuda":
                 import cupy
                 cupy.get_default_memory_pool().free_all_blocks()
@@ -500,6 +504,9 @@ def grade(spec: Spec, submission: Path, options: GradeOptions, backend: Backend,
             if performance_block:
                 sc = replace(sc, performance=0.0, note=performance_block)
         flags = scoring.review_flags(perf, thresholds)
+        if g.budget_spent:
+            flags.append(f"correctness stopped after {len(cases)} cases: {CASE_BUDGET_SHARE:.0%} of the exercise's "
+                         f"time limit ([limits] total_s = {spec.limits.total_s:g} s) was spent")
         if performance_block:
             flags.append(performance_block)
         for b in bench_results:

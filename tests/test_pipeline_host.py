@@ -136,3 +136,12 @@ def test_course_fixture_exercise_grades_fully(profile):
     sol = FIXTURES / "course" / "solutions" / "ex90_add"
     r = grade_folder(spec, sol, backend="host", profile=profile, reference=sol, policy=FAST)
     assert r.correct and r.score.correctness == 30
+
+
+def test_running_out_of_the_case_budget_is_reported(tmp_path, profile):
+    spec = small_softmax()
+    spec = replace(spec, limits=replace(spec.limits, total_s=1.0))   # cases may use 0.6 s
+    body = SOFTMAX.replace("def solve(x, y):", "import time\ndef solve(x, y):\n    time.sleep(0.15)")
+    r = grade_folder(spec, fake(tmp_path, body), backend="host", profile=profile, benchmark=False)
+    assert r.status == "graded" and len(r.cases) < len(spec.edge_cases) + profile.examples
+    assert any("[limits] total_s = 1 s" in f for f in r.flags), r.flags

@@ -105,8 +105,6 @@ class Worker:
         self.starts = 0
         self.token = uuid.uuid4().hex
         self.strays_killed = 0     # processes found still running after the worker was killed
-        self.peak_host_bytes = 0
-        self.peak_device_bytes: int | None = None
         self.baseline_libraries: set[str] | None = None
         self._last_sample = 0.0
         watch.protect_parent()
@@ -141,14 +139,14 @@ class Worker:
         self.starts += 1
         _LIVE_WORKERS.add(self.proc.pid)
         self.baseline_libraries = None
-        hello = self.request({"op": "hello"}, self.config.compile_s)
+        hello = self.request({"op": "hello"}, self.config.compile_s, "[limits] compile_s")
         if not hello.ok:
             return hello
         self.baseline_libraries = self._libraries()  # mapped by the grader's own work, before any submission code
         out = self.request({"op": "load", "dir": str(self.config.submission), "options": list(self.config.options),
                             "nargs": len(self.config.arg_names), "arg_names": list(self.config.arg_names),
                             "device_memory_bytes": self.config.device_memory_bytes},
-                           self.config.compile_s)
+                           self.config.compile_s, "[limits] compile_s")
         if out.ok:
             self.load_data = out.data
         return out
@@ -214,10 +212,11 @@ class Worker:
         return "\n".join(data.splitlines()[-lines:])
 
     # -- requests -----------------------------------------------------------------------------------
-    def request(self, message: dict[str, Any], timeout: float) -> Outcome:
+    def request(self, message: dict[str, Any], timeout: float, limit: str = "") -> Outcome:
         """Send one request and wait at most ``timeout`` seconds; any failure kills the worker.
         While waiting, the worker's memory is sampled against the caps; after a reply, its mapped
-        libraries are checked against the forbidden ones."""
+        libraries are checked against the forbidden ones. ``limit`` names the limit ``timeout``
+        comes from, for the message (e.g. "[limits] case_s")."""
         if self.sock is None or not self.alive:
             return Outcome(False, "grader_error", "no worker running")
         t0 = time.perf_counter()
@@ -234,7 +233,8 @@ class Worker:
         except (socket.timeout, TimeoutError):
             wall = time.perf_counter() - t0
             self.kill()
-            return Outcome(False, "timeout", f"no answer within {timeout:g} s (a kernel or solve that never "
+            named = f" ({limit})" if limit else ""
+            return Outcome(False, "timeout", f"no answer within {timeout:g} s{named} (a kernel or solve that never "
                            f"finishes?); the worker was killed", self.log_tail(), wall_s=wall)
         except (protocol.ProtocolError, OSError):
             wall = time.perf_counter() - t0
@@ -282,20 +282,17 @@ class Worker:
             return None
         pids = watch.session_pids(self.proc.pid) or [self.proc.pid]
         host = watch.host_memory_bytes(pids)
-        self.peak_host_bytes = max(self.peak_host_bytes, host)
         if cfg.host_memory_bytes and host > cfg.host_memory_bytes:
             return "host_memory_limit", (f"the worker used {host / 2**30:.1f} GiB of host memory, over the "
                                          f"{cfg.host_memory_bytes / 2**30:g} GiB limit ([limits] host_memory_gib); "
                                          f"the worker was killed")
         if cfg.device_memory_bytes and cfg.backend == "cuda":
             dev = watch.device_memory_bytes(pids)
-            if dev is not None:
-                self.peak_device_bytes = max(self.peak_device_bytes or 0, dev)
-                if dev > cfg.device_memory_bytes:
-                    return "device_memory_limit", (
-                        f"the worker used {dev / 2**30:.1f} GiB of device memory, over the "
-                        f"{cfg.device_memory_bytes / 2**30:g} GiB limit ([limits] device_memory_gib); "
-                        f"the worker was killed")
+            if dev is not None and dev > cfg.device_memory_bytes:
+                return "device_memory_limit", (
+                    f"the worker used {dev / 2**30:.1f} GiB of device memory, over the "
+                    f"{cfg.device_memory_bytes / 2**30:g} GiB limit ([limits] device_memory_gib); "
+                    f"the worker was killed")
         return None
 
     def _libraries(self) -> set[str]:
