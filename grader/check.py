@@ -70,7 +70,7 @@ def check_exercise(ex: Exercise, gpu: bool, controls: bool = True,
             continue
         rep = static_report(spec, folder, "sm_90")
         add(f"{label}: static", rep.ok, "; ".join(rep.problems) or
-            (f"{len(rep.kernels)} kernels compiled for sm_90" if rep.kernels else "; ".join(rep.skipped[:1])))
+            (f"{len(rep.kernels)} kernel{'s' if len(rep.kernels) != 1 else ''} compiled for sm_90" if rep.kernels else "; ".join(rep.skipped[:1])))
     try:
         from grader.instance import load_oracle
         load_oracle(spec)

@@ -461,19 +461,21 @@ def _compile_only(spec, submission: Path, arch: str | None, fmt: str = "text", o
     if output:
         write(render_static(spec, submission, rep, "text", code), Path(output))
     console = Console()
-    console.rule(f"[bold]{spec.name}[/]: static report for {submission} ({arch})")
+    console.rule(f"[bold]{spec.name}[/]: static report for {escape(str(submission))} ({arch})")
     if rep.kernels:
         t = Table(show_edge=False)
         for col in ("kernel", "registers", "shared B", "stack B", "spill stores B", "spill loads B"):
             t.add_column(col, justify="left" if col == "kernel" else "right")
         for k in rep.kernels:
-            t.add_row(k.name, str(k.registers), str(k.shared_bytes), str(k.stack_bytes), str(k.spill_store_bytes),
-                      str(k.spill_load_bytes))
+            t.add_row(escape(k.name), str(k.registers), str(k.shared_bytes), str(k.stack_bytes),
+                      str(k.spill_store_bytes), str(k.spill_load_bytes))
         console.print(t)
     for p in rep.problems:
-        console.print(f"[red]problem:[/] {p}", highlight=False)
+        console.print(f"[red]problem:[/] {escape(p)}", highlight=False)
+    for w in rep.warnings:
+        console.print(f"[yellow]warning:[/] {escape(w)}", highlight=False)
     for s in rep.skipped:
-        console.print(f"[yellow]not checked here:[/] {s}", highlight=False)
+        console.print(f"[yellow]not checked here:[/] {escape(s)}", highlight=False)
     if rep.ok:
         console.print("[green]no problems found[/]")
     return code

@@ -21,7 +21,7 @@ from grader.cases import Case, Profile, case_strategy, combine_seed, edge_cases,
 from grader.device import Ceilings, ClockState, DeviceInfo, clock_state
 from grader.instance import Instance, load_oracle
 from grader.sandbox.buffers import Backend
-from grader.sandbox.supervisor import KIND_TEXT, Worker, WorkerConfig
+from grader.sandbox.supervisor import KIND_TEXT, Worker, WorkerConfig, times_continued
 from grader.spec import Benchmark, Spec
 from grader.timing import UNEVEN_RATIO, Contestant, ShapeResult, StopPolicy, run_benchmark
 
@@ -448,6 +448,7 @@ def grade(spec: Spec, submission: Path, options: GradeOptions, backend: Backend,
     if problem:
         return _not_graded(spec, submission, options, problem[0], problem[1], device, started, t0)
     g = Grader(spec, submission, options, backend, device, ceilings, calibration, progress)
+    continued = times_continued()
     reference: Worker | None = None
     try:
         progress.phase("compiling and loading the submission", None)
@@ -524,9 +525,15 @@ def grade(spec: Spec, submission: Path, options: GradeOptions, backend: Backend,
             if b.reference is not None and b.reference.failure:
                 raise RuntimeError(f"the reference solution failed while timing {b.name}: {b.reference.failure}")
         g.close()  # now, so that processes it left behind are found and counted
-        if g.worker.strays_killed:
-            flags.append(f"the submission left {g.worker.strays_killed} process(es) running after its worker "
+        if reference is not None:
+            reference.close()
+        strays = g.worker.strays_killed + (reference.strays_killed if reference is not None else 0)
+        if strays:  # the reference and baseline workers are trusted: any stray is the submission's
+            flags.append(f"the submission left {strays} process(es) running after its worker "
                          f"stopped (a daemon?); they were killed")
+        if times_continued() != continued:
+            flags.append("the grading process was stopped and continued during this grade (SIGSTOP from another "
+                         "process, or job control): timings are not trustworthy; grade again")
         return GradeResult(
             exercise=spec.name, title=spec.title, submission=str(submission), status="graded", reason="",
             reason_kind="", profile=options.profile.name, seed=options.seed, secret_used=bool(options.secret),

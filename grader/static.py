@@ -33,12 +33,13 @@ class StaticKernel:
 
 @dataclass(frozen=True)
 class StaticReport:
-    """Problems (each one line, naming file and line where known), per-kernel resources, and what
-    could not be checked here."""
+    """Problems (each one line, naming file and line where known), per-kernel resources, what
+    could not be checked here, and warnings (graded, but at a cost: e.g. no performance points)."""
     problems: tuple[str, ...]
     kernels: tuple[StaticKernel, ...]
     skipped: tuple[str, ...]
     arch: str
+    warnings: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -186,5 +187,11 @@ def static_report(spec: Spec, submission: Path, arch: str = "sm_90") -> StaticRe
     else:
         errs, kernels = compile_with_nvcc(submission / "kernel.cu", arch, spec.compile_options)
         problems += errs
+    warnings = []
+    if spec.required_ptx and not problems:
+        ptx = ptx_of(submission / "kernel.cu", spec.compile_options, arch)
+        missing = [p for p in spec.required_ptx if ptx is not None and not re.search(p, ptx)]
+        warnings += [f"kernel.cu: its PTX has no instruction matching {p!r} ([features] required_ptx): it would "
+                     f"score no performance points" for p in missing]
     skipped.append("running the kernel (correctness and timing need a GPU)")
-    return StaticReport(tuple(problems), tuple(kernels), tuple(skipped), arch)
+    return StaticReport(tuple(problems), tuple(kernels), tuple(skipped), arch, tuple(warnings))

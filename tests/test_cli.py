@@ -78,6 +78,25 @@ def test_compile_only_names_the_line_of_a_compile_error(runner, tmp_path):
     assert "kernel.cu:3: error:" in out.output and "nope" in out.output
 
 
+@pytest.mark.nvcc
+def test_compile_only_prints_brackets_as_text(runner, tmp_path):
+    """Paths and messages are printed literally: '[/x]' or '[features]' is not rich markup."""
+    import shutil
+    sub = tmp_path / "[/x]alice"
+    shutil.copytree(ROOT / "student_template" / "ex11_gemm_regtile", sub)
+    (sub / "solution.py").write_text((sub / "solution.py").read_text() + "\n_x = lambda a, b: cupy.matmul(a, b)\n")
+    out = runner.invoke(cli.main, ["ex11", "--root", str(ROOT), "--compile-only", "--submission", str(sub)])
+    assert out.exit_code == cli.EXIT_NOT_GRADED, out.output
+    assert "[/x]alice" in out.output and "[features] forbidden" in out.output
+
+
+@pytest.mark.nvcc
+def test_compile_only_warns_about_a_missing_required_instruction(runner):
+    out = runner.invoke(cli.main, ["ex12", "--root", str(ROOT), "--compile-only"])   # the stub: no mma yet
+    assert out.exit_code == 0, out.output
+    assert "warning:" in out.output and "required_ptx" in out.output
+
+
 def test_compile_only_checks_solve_without_nvcc(runner, tmp_path, monkeypatch):
     import grader.static as static
     monkeypatch.setattr(static, "nvcc_path", lambda: None)

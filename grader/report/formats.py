@@ -54,7 +54,8 @@ def render_static(spec, submission: Path, rep, fmt: str, exit_code: int) -> str:
         lines = [f"{spec.name}: static report for {submission} ({rep.arch})"]
         lines += [f"kernel {k.name}: {k.registers} registers, {k.shared_bytes} B shared, {k.stack_bytes} B stack, "
                   f"{k.spill_store_bytes}/{k.spill_load_bytes} B spill stores/loads" for k in rep.kernels]
-        lines += [f"problem: {p}" for p in problems] + [f"not checked here: {x}" for x in rep.skipped]
+        lines += [f"problem: {p}" for p in problems] + [f"warning: {w}" for w in rep.warnings]
+        lines += [f"not checked here: {x}" for x in rep.skipped]
         return "\n".join(lines + (["no problems found"] if not problems else [])) + "\n"
     if fmt == "json":
         from dataclasses import asdict
@@ -62,7 +63,7 @@ def render_static(spec, submission: Path, rep, fmt: str, exit_code: int) -> str:
         data = json_report.error_dict(spec.name, str(submission), "compile_only", "; ".join(problems) or
                                       "no problems found", exit_code)
         data.update(status="compile_only", kernels=[asdict(k) for k in rep.kernels], problems=problems,
-                    skipped=list(rep.skipped))
+                    warnings=list(rep.warnings), skipped=list(rep.skipped))
         data["score"]["max"] = spec.total_points
         return json_report.write(data, None)
     return render_error(fmt, spec.name, str(submission), "compile_only",

@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress as RichProgress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -84,8 +85,8 @@ def hints(r: GradeResult) -> list[str]:
 def render(r: GradeResult, console: Console) -> None:
     """Print the whole report."""
     dev = f"{r.device.name} ({r.device.arch})" if r.device else "no GPU (host backend)"
-    console.rule(f"[bold]{r.exercise}[/]: {r.title}")
-    console.print(f"submission [cyan]{r.submission}[/] on {dev}; profile {r.profile}, seed {r.seed}"
+    console.rule(f"[bold]{r.exercise}[/]: {escape(r.title)}")
+    console.print(f"submission [cyan]{escape(r.submission)}[/] on {dev}; profile {r.profile}, seed {r.seed}"
                   + (" (mixed with the grading secret)" if r.secret_used else ""))
     if r.status != "graded":
         console.print(f"\n[bold red]Not graded[/] ({KIND_TEXT.get(r.reason_kind, r.reason_kind)}):")
@@ -97,7 +98,7 @@ def render(r: GradeResult, console: Console) -> None:
         for col in ("kernel", "registers", "shared B", "local B", "max threads"):
             t.add_column(col, justify="right" if col != "kernel" else "left", overflow="fold")
         for k in r.kernels:
-            t.add_row(k["name"], str(k["registers"]), str(k["shared_bytes"]), str(k["local_bytes"]), str(k["max_threads"]))
+            t.add_row(escape(str(k["name"])), str(k["registers"]), str(k["shared_bytes"]), str(k["local_bytes"]), str(k["max_threads"]))
         console.print(t)
     passed = sum(c.passed for c in r.cases)
     edges = [c for c in r.cases if c.origin == "edge"]
@@ -111,12 +112,13 @@ def render(r: GradeResult, console: Console) -> None:
     failures = [c for c in r.cases if not c.passed]
     if r.smallest_failure is not None:
         f = r.smallest_failure
-        console.print(f"\n[bold red]Smallest failing case[/]: {f.description} [{KIND_TEXT.get(f.status, f.status)}]")
+        console.print(f"\n[bold red]Smallest failing case[/]: {escape(f.description)} "
+                      f"{escape('[' + KIND_TEXT.get(f.status, f.status) + ']')}")
         console.print(f"  {f.message}", markup=False, highlight=False)
         for d in f.details[:3]:
             console.print(f"  {d}", markup=False, highlight=False)
         if r.repro:
-            console.print(f"  reproduce: [cyan]{r.repro}[/]", highlight=False, soft_wrap=True)
+            console.print(f"  reproduce: [cyan]{escape(r.repro)}[/]", highlight=False, soft_wrap=True)
         others = [c for c in failures if c is not f]
         for c in others[:MAX_LISTED_FAILURES]:
             console.print(f"  also failing: {c.description}: {c.message[:160]}", markup=False, highlight=False)
@@ -135,11 +137,11 @@ def render(r: GradeResult, console: Console) -> None:
                       f"{b.ceiling_fraction:.0%}" if b.ceiling_fraction is not None else "-",
                       _ms(ref_ms), f"{b.ratio:.2f}" if b.ratio else "-")
             if s.failure:
-                t.add_row(f"  [red]{s.failure[:200]}[/]", "", "", "", "", "", "", "")
+                t.add_row(f"  [red]{escape(s.failure[:200])}[/]", "", "", "", "", "", "", "")
         console.print(t)
     _score(r, console)
     for flag in r.flags:
-        console.print(f"[bold yellow]review:[/] {flag}", highlight=False)
+        console.print(f"[bold yellow]review:[/] {escape(flag)}", highlight=False)
     tips = hints(r)
     if tips:
         console.print("\n[bold]What to try next[/]")

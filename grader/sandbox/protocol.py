@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import socket
 import struct
+import time
 from typing import Any
 
 MAX_MESSAGE = 64 * 1024 * 1024
@@ -23,9 +24,14 @@ def send(sock: socket.socket, message: dict[str, Any]) -> None:
     sock.sendall(_HEADER.pack(len(data)) + data)
 
 
-def _recv_exact(sock: socket.socket, n: int) -> bytes:
+def _recv_exact(sock: socket.socket, n: int, deadline: float | None = None) -> bytes:
     chunks, got = [], 0
     while got < n:
+        if deadline is not None:  # one deadline for the whole message, not one per chunk
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise socket.timeout("message not complete before the deadline")
+            sock.settimeout(left)
         chunk = sock.recv(min(n - got, 1 << 20))
         if not chunk:
             raise ProtocolError("connection closed")
@@ -34,12 +40,14 @@ def _recv_exact(sock: socket.socket, n: int) -> bytes:
     return b"".join(chunks)
 
 
-def recv(sock: socket.socket) -> dict[str, Any]:
-    (size,) = _HEADER.unpack(_recv_exact(sock, _HEADER.size))
+def recv(sock: socket.socket, deadline: float | None = None) -> dict[str, Any]:
+    """The next message. ``deadline`` (time.monotonic()) bounds the whole message: a sender that
+    trickles bytes cannot stretch a time limit (raises socket.timeout)."""
+    (size,) = _HEADER.unpack(_recv_exact(sock, _HEADER.size, deadline))
     if size > MAX_MESSAGE:
         raise ProtocolError(f"message of {size} bytes exceeds {MAX_MESSAGE}")
     try:
-        message = json.loads(_recv_exact(sock, size))
+        message = json.loads(_recv_exact(sock, size, deadline))
     except ValueError as exc:
         raise ProtocolError(f"malformed message: {exc}") from None
     if not isinstance(message, dict):

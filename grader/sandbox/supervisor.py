@@ -26,6 +26,24 @@ PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
 OUTPUT_LIMIT_BYTES = 16 * 1024 * 1024
 WATCH_INTERVAL_S = 0.05      # how often memory is sampled while the parent waits for a reply
 _LIVE_WORKERS: set[int] = set()   # PIDs of this process's running workers (never strays)
+_CONTINUED = [0]                   # SIGCONTs this process received: someone stopped it
+
+
+def _count_sigcont(signum: int, frame: Any) -> None:
+    _CONTINUED[0] += 1
+
+
+def times_continued() -> int:
+    """How often this process was continued after a stop (SIGSTOP/SIGCONT from another process,
+    or shell job control). A grade during which this changes may have run with its clock stopped."""
+    return _CONTINUED[0]
+
+
+def _watch_sigcont() -> None:
+    import threading
+    if threading.current_thread() is threading.main_thread() and \
+            signal.getsignal(signal.SIGCONT) is not _count_sigcont:
+        signal.signal(signal.SIGCONT, _count_sigcont)
 
 # Failure kinds, as they appear in reports.
 KIND_TEXT = {
@@ -76,14 +94,30 @@ class WorkerConfig:
     forbidden_libraries: tuple[str, ...] = ()
 
 
+def _python_flags() -> list[str]:
+    """-P: the working directory is not put first on sys.path (nothing written there can shadow
+    the grader); -s: no user site-packages (no usercustomize.py), unless the grader's own
+    dependencies are installed there."""
+    import site
+    import numpy
+    user_site = site.getusersitepackages() if site.ENABLE_USER_SITE else None
+    deps_in_user_site = bool(user_site) and str(Path(numpy.__file__).resolve()).startswith(str(user_site))
+    return ["-P"] + ([] if deps_in_user_site else ["-s"])
+
+
 def _limits() -> None:  # runs in the child before exec
     resource.setrlimit(resource.RLIMIT_FSIZE, (OUTPUT_LIMIT_BYTES, OUTPUT_LIMIT_BYTES))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
-def _worker_env(token: str) -> dict[str, str]:
+def _worker_env(token: str, home: Path) -> dict[str, str]:
+    """The worker's environment: no GRADER_* variables, its token, and a private HOME (and Python
+    user base) so that nothing it writes under ~ (a usercustomize.py, say) reaches a later worker;
+    CuPy's kernel cache stays where the grader's is."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GRADER_")}
     env[watch.TOKEN_VAR] = token
+    env.setdefault("CUPY_CACHE_DIR", str(Path.home() / ".cupy" / "kernel_cache"))
+    env["HOME"] = env["PYTHONUSERBASE"] = str(home)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (PACKAGE_PARENT, env.get("PYTHONPATH", "")) if p)
     env["PYTHONUNBUFFERED"] = "1"
     env["PYTHONDONTWRITEBYTECODE"] = "1"
@@ -108,6 +142,7 @@ class Worker:
         self.baseline_libraries: set[str] | None = None
         self._last_sample = 0.0
         watch.protect_parent()
+        _watch_sigcont()
 
     # -- lifecycle --------------------------------------------------------------------------------
     @property
@@ -126,12 +161,11 @@ class Worker:
         parent, child = socket.socketpair()
         log = open(self.log_path, "ab")
         try:
-            # -P: do not put the working directory first on sys.path (python -m would), so nothing
-            # written there can shadow the grader's own modules.
             self.proc = subprocess.Popen(
-                [sys.executable, "-P", "-m", "grader.sandbox.worker", str(child.fileno()), self.config.backend],
+                [sys.executable, *_python_flags(), "-m", "grader.sandbox.worker", str(child.fileno()),
+                 self.config.backend],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, pass_fds=(child.fileno(),),
-                env=_worker_env(self.token), cwd=self.cwd, start_new_session=True, preexec_fn=_limits)
+                env=_worker_env(self.token, self.cwd), cwd=self.cwd, start_new_session=True, preexec_fn=_limits)
         finally:
             child.close()
             log.close()
@@ -154,11 +188,7 @@ class Worker:
     def kill(self) -> None:
         if self.proc is not None:
             _LIVE_WORKERS.discard(self.proc.pid)
-        if self.proc is not None and self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            self._signal_group(signal.SIGKILL)
         if self.proc is not None:
             try:
                 self.proc.wait(timeout=30)
@@ -180,9 +210,17 @@ class Worker:
         self._signal_group(signal.SIGCONT)
 
     def _signal_group(self, sig: signal.Signals) -> None:
-        if self.alive:
+        """Signal the worker's process group and every process of its session (a child that moved
+        to a process group of its own stays in the session)."""
+        if self.proc is None:
+            return
+        try:
+            os.killpg(self.proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+        for pid in watch.session_pids(self.proc.pid):
             try:
-                os.killpg(self.proc.pid, sig)  # type: ignore[union-attr]
+                os.kill(pid, sig)
             except (ProcessLookupError, PermissionError):
                 pass
 
@@ -228,8 +266,7 @@ class Worker:
                 wall = time.perf_counter() - t0
                 self.kill()
                 return Outcome(False, over[0], over[1], self.log_tail(), wall_s=wall)
-            self.sock.settimeout(max(0.001, t0 + timeout - time.perf_counter()))
-            reply = protocol.recv(self.sock)
+            reply = protocol.recv(self.sock, time.monotonic() + max(0.001, t0 + timeout - time.perf_counter()))
         except (socket.timeout, TimeoutError):
             wall = time.perf_counter() - t0
             self.kill()
