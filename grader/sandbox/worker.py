@@ -50,8 +50,9 @@ def classify(exc: BaseException, submission: Path | None) -> Failure:
             where = f" (at {Path(own[-1].filename).name}:{own[-1].lineno} in {own[-1].name})"
     detail = "".join(traceback.format_exception(exc)[-12:])
     if isinstance(exc, OSError) and exc.errno == errno.EFBIG:
-        return Failure("output_limit", "printed more than the worker's output limit "
-                       "(remove debugging prints from solve and the kernel)", detail)
+        from grader.sandbox.supervisor import OUTPUT_LIMIT_BYTES
+        return Failure("output_limit", f"printed more than the worker's output limit of "
+                       f"{OUTPUT_LIMIT_BYTES >> 20} MiB (remove debugging prints from solve and the kernel)", detail)
     if name == "CompileError":
         return Failure("compile_error", str(exc), detail)
     if name == "OutOfMemoryError" and "limit set to" in text:
