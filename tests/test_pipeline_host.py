@@ -39,8 +39,8 @@ def test_a_correct_submission_passes_every_case_and_is_timed_against_the_referen
     assert {c.origin for c in r.cases} == {"edge", "hypothesis"}
     assert len(r.benchmarks) == 2
     for b in r.benchmarks:
-        assert b.reference is not None and b.reference.stats.n >= 5
-        assert b.submission.stats.n >= 5 and b.ratio is not None
+        assert b.reference is not None and b.reference.stats.n >= FAST.min_rounds   # rounds, even on a busy CPU
+        assert b.submission.stats.n >= FAST.min_rounds and b.ratio is not None
     assert r.score.basis == "side-by-side" and r.score.correctness == 40
 
 

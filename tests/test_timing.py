@@ -97,6 +97,15 @@ def test_small_baseline_overhead_allows_the_absolute_slack(sub_overhead: float, 
     assert base.time_ms == 0.0 and not base.outside_events
 
 
+def test_a_noisy_baseline_widens_the_allowance() -> None:
+    """Scheduling noise is not hidden work: twice the baseline's IQR of overhead is allowed on top."""
+    overheads = [0.1, 0.1, 0.3, 0.3] * 3            # median 0.2, IQR 0.2: allowed max(0.3, 0.35) + 0.4
+    noisy = ContestantTiming("baseline", [([0.0] * 3, o) for o in overheads])
+    calm, _ = finalize([timing("submission", 0.5, 0.7), noisy])
+    hidden, _ = finalize([timing("submission", 0.5, 0.8), noisy])
+    assert not calm.outside_events and hidden.outside_events
+
+
 @pytest.mark.parametrize("sub_overhead, flagged", [(1.4, False), (1.6, True)])
 def test_absolute_bound_without_any_baseline(sub_overhead: float, flagged: bool) -> None:
     (sub,) = finalize([timing("submission", 0.5, sub_overhead)])   # allowed 0.5 ms per call
