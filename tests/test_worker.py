@@ -84,6 +84,22 @@ def test_load_failures(tmp_path, body, kind, words):
         w.close()
 
 
+def test_a_worker_that_died_between_requests_is_a_crash_not_a_grader_error(tmp_path, arrays):
+    """A thread of the last call can kill the worker after it replied: the next request says so."""
+    body = ("import os, signal, threading, time\n"
+            "def _later():\n    time.sleep(0.2)\n    os.kill(os.getpid(), signal.SIGSEGV)\n"
+            "def solve(a, b, c):\n    c[...] = a + b\n    threading.Thread(target=_later, daemon=True).start()\n")
+    w = start(make_submission(tmp_path, body))
+    try:
+        assert w.ensure().ok
+        assert run(w, arrays).ok
+        w.proc.wait(timeout=10)
+        out = run(w, arrays)
+        assert out.kind == "crash" and "SIGSEGV" in out.message, out
+    finally:
+        w.close()
+
+
 def test_writes_past_an_output_are_caught_by_the_guard(tmp_path, arrays):
     body = """
     import ctypes

@@ -255,8 +255,10 @@ class Worker:
         While waiting, the worker's memory is sampled against the caps; after a reply, its mapped
         libraries are checked against the forbidden ones. ``limit`` names the limit ``timeout``
         comes from, for the message (e.g. "[limits] case_s")."""
-        if self.sock is None or not self.alive:
+        if self.sock is None or self.proc is None:
             return Outcome(False, "grader_error", "no worker running")
+        if not self.alive:  # died between requests (a thread of the last call crashing it, say)
+            return self._crashed(0.0)
         t0 = time.perf_counter()
         try:
             self.sock.settimeout(timeout)
