@@ -16,7 +16,7 @@ def solve(x, y):
     e = np.exp(x - x.max(axis=1, keepdims=True))
     y[...] = e / e.sum(axis=1, keepdims=True)
 """
-FAST = StopPolicy(min_samples=5, max_samples=30, max_seconds=0.5, warmup_ms=1)
+FAST = StopPolicy(min_samples=5, max_samples=30, max_seconds=0.5, warmup_ms=1, outside_slack_ms=0.5)
 
 
 def small_softmax():
@@ -110,7 +110,7 @@ def test_time_outside_the_events_is_counted_and_flagged(tmp_path, profile):
                      policy=FAST)
     assert r.correct
     assert all(b.submission.outside_events for b in r.benchmarks)
-    assert all(b.submission.time_ms >= 3.8 for b in r.benchmarks)  # 4 ms less the harness overhead
+    assert all(b.submission.time_ms >= 3.0 for b in r.benchmarks)  # ~4 ms (less the noisy harness overhead), not ~0
     assert any("outside the timed events" in f for f in r.flags)
 
 

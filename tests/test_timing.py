@@ -97,13 +97,18 @@ def test_small_baseline_overhead_allows_the_absolute_slack(sub_overhead: float, 
     assert base.time_ms == 0.0 and not base.outside_events
 
 
-def test_a_noisy_baseline_widens_the_allowance() -> None:
-    """Scheduling noise is not hidden work: twice the baseline's IQR of overhead is allowed on top."""
-    overheads = [0.1, 0.1, 0.3, 0.3] * 3            # median 0.2, IQR 0.2: allowed max(0.3, 0.35) + 0.4
+def test_a_noisy_baseline_does_not_widen_the_allowance() -> None:
+    """A submission can load the machine while the baseline runs: only the baseline's median counts."""
+    overheads = [0.1, 0.1, 0.3, 5.0] * 3            # median 0.2: allowed max(0.3, 0.35)
     noisy = ContestantTiming("baseline", [([0.0] * 3, o) for o in overheads])
-    calm, _ = finalize([timing("submission", 0.5, 0.7), noisy])
-    hidden, _ = finalize([timing("submission", 0.5, 0.8), noisy])
+    calm, _ = finalize([timing("submission", 0.5, 0.34), noisy])
+    hidden, _ = finalize([timing("submission", 0.5, 0.4), noisy])
     assert not calm.outside_events and hidden.outside_events
+
+
+def test_the_slack_per_call_is_a_policy_setting() -> None:
+    sub, _ = finalize([timing("submission", 0.5, 1.0), timing("baseline", 0.0, 0.2)], slack_ms=0.5)
+    assert not sub.outside_events            # allowed max(0.3, 0.2 + 0.5 * 3) = 1.7
 
 
 @pytest.mark.parametrize("sub_overhead, flagged", [(1.4, False), (1.6, True)])
@@ -219,7 +224,7 @@ def test_protocol_warmup_alternation_and_stop() -> None:
         assert message["op"] == "time" and message["flush_bytes"] == 1 << 20
         assert sorted(message["order"]) == [0, 1] and timeout == 1.0 * 2 + 5
     assert s.samples == (0.5,) * 4 and s.time_ms == 0.5 and s.failure is None
-    assert s.wall_ms_per_call == pytest.approx(0.625) and not s.outside_events  # 1.25 ms per 2 calls
+    assert s.wall_ms_per_call == pytest.approx(0.625, abs=0.01) and not s.outside_events  # 1.25 ms per 2 calls
     assert r.samples == (1.0,) * 4 and r.time_ms == 1.0
 
 

@@ -214,11 +214,12 @@ class Worker:
         to a process group of its own stays in the session)."""
         if self.proc is None:
             return
+        pids = watch.session_pids(self.proc.pid)  # first: nothing runs between the signals and the caller
         try:
             os.killpg(self.proc.pid, sig)
         except (ProcessLookupError, PermissionError):
             pass
-        for pid in watch.session_pids(self.proc.pid):
+        for pid in pids:
             try:
                 os.kill(pid, sig)
             except (ProcessLookupError, PermissionError):

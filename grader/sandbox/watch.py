@@ -23,7 +23,28 @@ _PROC = Path("/proc")
 
 
 def session_pids(sid: int) -> list[int]:
-    """PIDs whose session id is ``sid`` (the worker starts its own session, so sid == its PID)."""
+    """PIDs of the worker's processes: the worker (its session leader, sid == its PID) and its
+    descendants, through /proc/PID/task/TID/children (fast); where the kernel has no such files,
+    every process whose session id is ``sid`` (a scan of /proc: milliseconds)."""
+    found, todo, walked = [], [sid], False
+    while todo:
+        pid = todo.pop()
+        tasks = _PROC / str(pid) / "task"
+        try:
+            tids = [t.name for t in tasks.iterdir()]
+        except OSError:
+            continue
+        found.append(pid)
+        for tid in tids:
+            try:
+                todo += [int(c) for c in (tasks / tid / "children").read_text().split()]
+                walked = True
+            except (OSError, ValueError):
+                continue
+    return found if walked or not found else _scan_session(sid)
+
+
+def _scan_session(sid: int) -> list[int]:
     out = []
     for d in _PROC.iterdir() if _PROC.is_dir() else ():
         if not d.name.isdigit():
