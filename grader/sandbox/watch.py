@@ -50,13 +50,10 @@ def _scan_session(sid: int) -> list[int]:
         if not d.name.isdigit():
             continue
         try:
-            stat = (d / "stat").read_text()
-        except OSError:
+            if int(_stat_fields(int(d.name))[3]) == sid:
+                out.append(int(d.name))
+        except (OSError, ValueError, IndexError):
             continue
-        # fields after the command name (which may hold spaces) start after the last ')'
-        fields = stat[stat.rfind(")") + 2:].split()
-        if len(fields) > 3 and int(fields[3]) == sid:
-            out.append(int(d.name))
     return out
 
 
@@ -121,7 +118,8 @@ def forbidden_in(libraries: set[str], forbidden: tuple[str, ...]) -> list[str]:
 
 
 def _stat_fields(pid: int) -> list[str]:
-    """Fields of /proc/PID/stat after the command name: [0] state, [1] ppid, [3] session id."""
+    """Fields of /proc/PID/stat after the command name (which may hold spaces and parentheses):
+    [0] state, [1] ppid, [3] session id."""
     stat = (_PROC / str(pid) / "stat").read_text()
     return stat[stat.rfind(")") + 2:].split()
 
