@@ -214,7 +214,7 @@ class Worker:
         to a process group of its own stays in the session)."""
         if self.proc is None:
             return
-        pids = watch.session_pids(self.proc.pid)  # first: nothing runs between the signals and the caller
+        pids = self._pids()  # first: nothing runs between the signals and the caller
         try:
             os.killpg(self.proc.pid, sig)
         except (ProcessLookupError, PermissionError):
@@ -320,7 +320,7 @@ class Worker:
         self._last_sample = time.perf_counter()
         if not (cfg.host_memory_bytes or cfg.device_memory_bytes) or self.proc is None:
             return None
-        pids = watch.session_pids(self.proc.pid) or [self.proc.pid]
+        pids = self._pids()
         host = watch.host_memory_bytes(pids)
         if cfg.host_memory_bytes and host > cfg.host_memory_bytes:
             return "host_memory_limit", (f"the worker used {host / 2**30:.1f} GiB of host memory, over the "
@@ -335,11 +335,13 @@ class Worker:
                     f"the worker was killed")
         return None
 
+    def _pids(self) -> list[int]:
+        """The worker and its descendants (see watch.session_pids); empty before it started."""
+        return watch.session_pids(self.proc.pid) if self.proc is not None else []
+
     def _libraries(self) -> set[str]:
-        if self.proc is None:
-            return set()
         libs: set[str] = set()
-        for pid in watch.session_pids(self.proc.pid) or [self.proc.pid]:
+        for pid in self._pids():
             libs |= watch.mapped_libraries(pid)
         return libs
 
