@@ -1,43 +1,79 @@
 #!/usr/bin/env bash
-# The GPU test suite split over the GPUs of one machine (two shards; one GPU runs them in turn),
-# then the GEMM ladder benchmark. Logs are packed into $OUT/gpu_shards.tar.gz; a summary is printed.
+# The GPU suite in one call, over the GPUs of one machine (two shards; one GPU runs them in turn).
+# Installs nothing: tomli_w (for calibrate) must be importable, e.g. carried wheels on PYTHONPATH.
+#
+#   shard0: tests/test_gpu.py, the cuda cheats, the sanitizer tests, benchmarks/overhead.py
+#   shard1: `grade calibrate` twice (writes calibration/<arch>.toml; the two runs compared per
+#           shape), then the published-bundle tests (tests/test_bundle_gpu.py, which score the
+#           references against that fresh calibration)
 #
 #   bash benchmarks/gpu_shards.sh            # on a machine with one or two NVIDIA GPUs
-#   GPU_SHARD_TIMEOUT=400 bash benchmarks/gpu_shards.sh
+#   SKIP_CALIBRATE=1 GPU_SHARD_TIMEOUT=400 bash benchmarks/gpu_shards.sh
+# Logs are packed into $OUT/gpu_shards.tar.gz; a summary table is printed last.
 set -u
 OUT=${OUT:-out}
 LOGS="$OUT/logs"
 mkdir -p "$LOGS"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 COLUMNS=160
-T=${GPU_SHARD_TIMEOUT:-520}
+T=${GPU_SHARD_TIMEOUT:-540}
 NGPU=$(nvidia-smi -L 2>/dev/null | wc -l)
 date -u +"gpu_shards %Y-%m-%d %H:%M:%S UTC, $NGPU GPU(s)"
 nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv
-which compute-sanitizer nvcc || true
+START=$(date +%s)
+left() { echo $(( T - ($(date +%s) - START) )); }
 
-shard() {  # shard NAME GPU TESTS...
+pytest_shard() {  # pytest_shard NAME GPU TESTS...
   local name=$1 gpu=$2; shift 2
-  CUDA_VISIBLE_DEVICES=$gpu timeout "$T" python3 -m pytest -m gpu -q -rfEs -s --tb=short --durations=40 \
+  CUDA_VISIBLE_DEVICES=$gpu timeout "$(left)" python3 -m pytest -m gpu -q -rfEs -s --tb=short --durations=30 \
     -p no:cacheprovider "$@" > "$LOGS/$name.txt" 2>&1
   echo "$name exit $?" >> "$LOGS/$name.txt"
 }
+
+shard0() {
+  pytest_shard tests0 0 tests/test_gpu.py tests/test_cheats.py tests/test_sanitize.py
+  CUDA_VISIBLE_DEVICES=0 timeout 120 python3 benchmarks/overhead.py --rounds 15 > "$LOGS/overhead.txt" 2>&1
+  echo "overhead exit $?" >> "$LOGS/overhead.txt"
+}
+
+shard1() {
+  local gpu=$1
+  if [ -z "${SKIP_CALIBRATE:-}" ]; then
+    for i in 1 2; do
+      CUDA_VISIBLE_DEVICES=$gpu timeout "$(left)" python3 -m grader.cli calibrate > "$LOGS/calibrate$i.txt" 2>&1
+      echo "calibrate$i exit $?" >> "$LOGS/calibrate$i.txt"
+      cp calibration/sm_90.toml "$LOGS/calibration$i.toml" 2>/dev/null
+    done
+    python3 - "$LOGS/calibration1.toml" "$LOGS/calibration2.toml" > "$LOGS/calibration_spread.txt" 2>&1 <<'EOF'
+import sys, tomllib
+a, b = (tomllib.load(open(p, "rb")) for p in sys.argv[1:3])
+worst = 0.0
+for ex, shapes in sorted(b.items()):
+    if ex == "meta" or not isinstance(shapes, dict):
+        continue
+    for shape, v in sorted(shapes.items()):
+        if not isinstance(v, dict) or "median_ms" not in v:
+            continue
+        old = a.get(ex, {}).get(shape, {}).get("median_ms")
+        d = abs(v["median_ms"] / old - 1) if old else float("nan")
+        worst = max(worst, d) if d == d else worst
+        print(f"{ex:24s} {shape:28s} {old or float('nan'):10.4f} {v['median_ms']:10.4f} ms  {d:6.2%}")
+print(f"largest difference between the two calibrations: {worst:.2%}")
+EOF
+  fi
+  pytest_shard bundle "$gpu" tests/test_bundle_gpu.py
+}
+
 second=$(( NGPU > 1 ? 1 : 0 ))
-shard shard0 0 tests/test_gpu.py &
-p0=$!
-if [ "$NGPU" -lt 2 ]; then wait $p0; fi
-( shard shard1 "$second" tests/test_cheats.py tests/test_sanitize.py
-  CUDA_VISIBLE_DEVICES=$second timeout 240 python3 benchmarks/bench_gemm.py > "$LOGS/bench_gemm.txt" 2>&1
-  echo "bench_gemm exit $?" >> "$LOGS/bench_gemm.txt"
-  if [ -n "${CALIBRATE:-}" ]; then   # e.g. CALIBRATE="ex09 ex10": needs tomli_w importable
-    CUDA_VISIBLE_DEVICES=$second timeout 300 python3 -m grader.cli calibrate $CALIBRATE > "$LOGS/calibrate.txt" 2>&1
-    echo "calibrate exit $?" >> "$LOGS/calibrate.txt"
-    cp calibration/*.toml "$LOGS"/
-  fi ) &
+shard1 "$second" &
+p1=$!
+if [ "$NGPU" -lt 2 ]; then wait $p1; fi
+shard0
 wait
-cp "$OUT"/bench_gemm.json "$LOGS"/ 2>/dev/null
 tar czf "$OUT/gpu_shards.tar.gz" -C "$OUT" logs
-for f in "$LOGS"/shard0.txt "$LOGS"/shard1.txt; do
-  echo "== $f"; grep -E "^(FAILED|ERROR)|passed|failed|LADDER|NVML|exit" "$f" | tail -40
+cp calibration/sm_90.toml "$OUT/" 2>/dev/null
+for f in tests0 bundle; do
+  echo "== $f"; grep -E "^(FAILED|ERROR)|passed|failed|LADDER|BUNDLE|NVML|exit" "$LOGS/$f.txt" | tail -45
 done
-echo "== bench_gemm"; tail -45 "$LOGS/bench_gemm.txt"
-[ -f "$LOGS/calibrate.txt" ] && { echo "== calibrate"; tail -30 "$LOGS/calibrate.txt"; }
+echo "== overhead"; grep -E "sets=|exit" "$LOGS/overhead.txt" | cut -c1-230
+for i in 1 2; do [ -f "$LOGS/calibrate$i.txt" ] && { echo "== calibrate$i"; grep -E "refused|wrote|not written|exit" "$LOGS/calibrate$i.txt" | tail -12; }; done
+[ -f "$LOGS/calibration_spread.txt" ] && { echo "== calibration spread"; tail -45 "$LOGS/calibration_spread.txt"; }

@@ -16,22 +16,29 @@ from grader.timing import StopPolicy, TimingStats
 
 MAX_RSE = 0.01       # 1 % relative standard error of the median
 MAX_SPREAD = 0.10    # IQR at most 10 % of the median
-POLICY = StopPolicy(min_samples=30, max_samples=600, target_rse=0.003, max_seconds=6.0, warmup_ms=50)
+POLICY = StopPolicy(min_samples=20, max_samples=600, target_rse=0.003, max_seconds=4.0, warmup_ms=50)
 
 
-def verdict(stats: TimingStats | None, clock: ClockState | None, outside_events: bool = False) -> str | None:
-    """None when a shape's timing is fit to calibrate with, else why not (one line)."""
+def verdict(stats: TimingStats | None, clock: ClockState | None, outside_events: bool = False,
+            others: list[str] | None = None, outside_ms: float | None = None, allowed_ms: float | None = None) -> str | None:
+    """None when a shape's timing is fit to calibrate with, else why not and what to change (one
+    line). ``others`` are other processes seen on the GPU (grader.device.foreign_gpu_processes)."""
+    hint = (f"; another process is using the GPU ({', '.join(others)}): stop it and re-run" if others
+            else "; re-run on a quiet GPU")
     if stats is None:
         return "no timing samples"
     if stats.rse > MAX_RSE:
-        return f"too noisy: the median's relative standard error is {stats.rse:.1%} (limit {MAX_RSE:.0%})"
+        return f"too noisy: the median's relative standard error is {stats.rse:.1%} (limit {MAX_RSE:.0%}){hint}"
     if stats.iqr_ms > MAX_SPREAD * stats.median_ms:
-        return f"too noisy: IQR {stats.iqr_ms:.4f} ms is {stats.iqr_ms / stats.median_ms:.0%} of the median (limit {MAX_SPREAD:.0%})"
+        return (f"too noisy: IQR {stats.iqr_ms:.4f} ms is {stats.iqr_ms / stats.median_ms:.0%} of the median "
+                f"(limit {MAX_SPREAD:.0%}){hint}")
     if clock is not None and clock.throttled:
         reasons = ", ".join(clock.throttle) or f"SM clock {clock.sm_mhz} of {clock.max_sm_mhz} MHz"
-        return f"the GPU was throttled ({reasons})"
+        return f"the GPU was throttled while the kernels ran ({reasons}); let it cool down or check its power limit"
     if outside_events:
-        return "work ran outside the timed events"
+        amount = (f" ({outside_ms * 1e3:.0f} us per call, {allowed_ms * 1e3:.0f} us allowed)"
+                  if outside_ms is not None and allowed_ms is not None else "")
+        return f"the reference solution's work ran outside the timed events{amount}{hint}"
     return None
 
 
@@ -47,8 +54,10 @@ class ShapeCalibration:
     refused: str | None
 
 
-def calibrate_exercise(name: str, grade_reference: Callable[[], object]) -> list[ShapeCalibration]:
-    """Grade the reference once (``grade_reference()`` returns a GradeResult) and judge each shape."""
+def calibrate_exercise(name: str, grade_reference: Callable[[], object],
+                       others: Callable[[], list[str]] = lambda: []) -> list[ShapeCalibration]:
+    """Grade the reference once (``grade_reference()`` returns a GradeResult) and judge each shape;
+    ``others()`` lists other processes on the GPU, for the reason of a refusal."""
     r = grade_reference()
     if r.status != "graded" or not r.correct:  # type: ignore[attr-defined]
         why = r.reason or (r.smallest_failure.message if r.smallest_failure else "not correct")  # type: ignore[attr-defined]
@@ -56,24 +65,31 @@ def calibrate_exercise(name: str, grade_reference: Callable[[], object]) -> list
     out = []
     for b in r.benchmarks:  # type: ignore[attr-defined]
         s = b.submission
-        why = s.failure or verdict(s.stats, b.clock, s.outside_events)
+        why = s.failure or verdict(s.stats, b.clock, s.outside_events, None, s.overhead_ms_per_call,
+                                   s.allowed_ms_per_call)
+        if why is not None and s.failure is None:
+            why = verdict(s.stats, b.clock, s.outside_events, others(), s.overhead_ms_per_call, s.allowed_ms_per_call)
         out.append(ShapeCalibration(name, b.name, s.stats.median_ms if s.stats else None,
                                     s.stats.iqr_ms if s.stats else None, s.stats.n if s.stats else 0, why))
     return out
 
 
-def calibrate_all(exercises: list, grade_fn: Callable[..., object]) -> list[ShapeCalibration]:
+def calibrate_all(exercises: list, grade_fn: Callable[..., object],
+                  others: Callable[[], list[str]] = lambda: [],
+                  progress: Callable[[str], None] = lambda name: None) -> list[ShapeCalibration]:
     """Calibrate each exercise's reference solution; ``grade_fn(spec, folder, reference, policy)``
-    grades on this GPU. An exercise without ``solutions/<name>/solution.py`` is refused."""
+    grades on this GPU; ``others()`` lists other processes on the GPU; ``progress(name)`` is
+    called before each exercise. An exercise without ``solutions/<name>/solution.py`` is refused."""
     from grader.spec import load_spec
     results: list[ShapeCalibration] = []
     for ex in exercises:
+        progress(ex.name)
         if not (ex.solution / "solution.py").is_file():
             results.append(ShapeCalibration(ex.name, "*", None, None, 0,
                                             f"no reference solution at {ex.solution / 'solution.py'}"))
             continue
         spec = load_spec(ex.spec_path)
-        results += calibrate_exercise(ex.name, lambda: grade_fn(spec, ex.solution, None, POLICY))
+        results += calibrate_exercise(ex.name, lambda: grade_fn(spec, ex.solution, None, POLICY), others)
     return results
 
 

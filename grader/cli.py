@@ -550,10 +550,17 @@ def calibrate_cmd(exercises: tuple[str, ...], dry_run: bool, root: str | None) -
     if info is None:
         from grader.device import unavailable_reason
         raise click.ClickException(f"{unavailable_reason()}: calibration times kernels on a GPU")
+    from grader.device import foreign_gpu_processes
     grade_fn = _gpu_grader(r, info)
     console = Console()
-    with console.status("timing the reference solutions..."):
-        results = cal.calibrate_all(_exercises(r, exercises), grade_fn)
+    chosen = _exercises(r, exercises)
+    with console.status("timing the reference solutions...") as status:
+        done = [0]
+
+        def progress(name: str) -> None:
+            done[0] += 1
+            status.update(f"timing the reference solutions: {name} ({done[0]}/{len(chosen)})")
+        results = cal.calibrate_all(chosen, grade_fn, lambda: foreign_gpu_processes(info.index), progress)
     t = Table(show_edge=False)
     for col in ("exercise", "shape", "median ms", "IQR ms", "samples", "verdict"):
         t.add_column(col)

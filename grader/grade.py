@@ -5,6 +5,7 @@ runs the float64 oracle and compares; the submission only ever runs inside a wor
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import random
 import re
@@ -18,12 +19,14 @@ import numpy as np
 from grader import scoring
 from grader.calibration import Calibration
 from grader.cases import Case, Profile, case_strategy, combine_seed, edge_cases, hidden_counts, parse_token
-from grader.device import Ceilings, ClockState, DeviceInfo, clock_state
+from grader.device import Ceilings, ClockSampler, ClockState, DeviceInfo
 from grader.instance import Instance, load_oracle
-from grader.sandbox.buffers import Backend
+from grader.sandbox.buffers import Arena, Backend
 from grader.sandbox.supervisor import KIND_TEXT, Worker, WorkerConfig, times_continued
+from grader.sandbox.watch import GpuDrain
 from grader.spec import Benchmark, Spec
-from grader.timing import UNEVEN_RATIO, Contestant, ShapeResult, StopPolicy, run_benchmark
+from grader.timing import (BASELINE, OUTSIDE_SHARE, REFERENCE, UNEVEN_RATIO, Binding, Contestant, Rig, ShapeResult,
+                           StopPolicy, run_benchmark)
 
 SUBMISSION_FILES = ("kernel.cu", "solution.py")
 BASELINE_SUBMISSION = Path(__file__).resolve().parent / "sandbox" / "noop"
@@ -33,6 +36,13 @@ TIMING_FAILS_CORRECTNESS = ("wrong", "forbidden_library", "host_memory_limit", "
 MAX_TIMEOUTS = 2       # time-outs before no further case is run
 MAX_FAILED_RUNS = 25   # failing runs (edge cases and shrinking steps together) before stopping
 CASE_BUDGET_SHARE = 0.6  # share of [limits] total_s the correctness cases may use
+# Calls per timed round (= input sets): the harness's own time per round outside the call events
+# (request and reply, mapping the arena, the L2 flush, the final synchronisation; measured with
+# benchmarks/overhead.py, see benchmarks/RESULTS.md) spread over enough calls.
+HARNESS_ROUND_MS = 0.6
+TARGET_OVERHEAD_MS = 0.05
+MIN_SETS, MAX_SETS = 3, 16
+MEMORY_SHARE = 0.35      # of the device memory, for all input sets of one shape together
 
 
 # -- results -------------------------------------------------------------------------------------
@@ -71,6 +81,7 @@ class BenchResult:
     tflops: float | None
     ceiling_fraction: float | None
     clock: ClockState | None
+    calls_per_round: int = 0
 
     @property
     def time_ms(self) -> float | None:
@@ -130,7 +141,7 @@ class GradeOptions:
     reference: Path | None = None
     benchmark: bool = True
     policy: StopPolicy = field(default_factory=StopPolicy)
-    sets: int = 3
+    sets: int | None = None   # input sets per benchmark shape; None: chosen per shape (Grader.sets_for)
 
 
 class Progress:
@@ -318,9 +329,36 @@ class Grader:
         return list(unique.values())
 
     # -- timing -----------------------------------------------------------------------------------
-    def benchmark(self, bench: Benchmark, other: Worker | None, other_name: str, rng: random.Random) -> BenchResult:
-        """Time one shape: the submission against ``other``, the reference solution (``other_name``
-        "reference") or the no-op baseline worker ("baseline"), see grader.timing."""
+    def floor_ms(self, bench: Benchmark) -> float | None:
+        """The roofline time of ``bench`` (ms): its minimum bytes over the measured copy bandwidth,
+        or its FLOPs over the measured matrix rate; None without ceilings."""
+        if self.ceilings is None:
+            return None
+        dims = bench.as_dict()
+        ceiling = self.ceilings.for_kind(self.spec.ceiling)
+        if not ceiling:
+            return None
+        if self.spec.ceiling == "memory":
+            return float(bench.bytes.evaluate(dims)) / (ceiling * 1e6)
+        return float(bench.flops.evaluate(dims)) / (ceiling * 1e9) if bench.flops is not None else None
+
+    def sets_for(self, floor_ms: float | None, set_bytes: int) -> int:
+        """Input sets (= calls per timed round) for a shape: enough that the harness's time per
+        round is at most TARGET_OVERHEAD_MS per call, or OUTSIDE_SHARE of the roofline time, between
+        MIN_SETS and MAX_SETS, and no more than MEMORY_SHARE of the device memory holds."""
+        if self.opt.sets is not None:
+            return self.opt.sets
+        if floor_ms is None:
+            return MIN_SETS
+        n = math.ceil(HARNESS_ROUND_MS / max(TARGET_OVERHEAD_MS, OUTSIDE_SHARE * floor_ms))
+        n = min(max(n, MIN_SETS), MAX_SETS)
+        if self.device is not None:
+            n = min(n, max(1, int(MEMORY_SHARE * self.device.memory_bytes) // max(1, set_bytes)))
+        return n
+
+    def benchmark(self, bench: Benchmark, others: Sequence[tuple[str, Worker]], rng: random.Random) -> BenchResult:
+        """Time one shape: the submission against ``others`` (the reference solution, when it is
+        available, and the no-op baseline worker), see grader.timing."""
         spec = self.spec
         dims = bench.as_dict()
 
@@ -328,11 +366,27 @@ class Grader:
             return Case(bench.dims, tuple((n, bench.distribution(n)) for n in spec.drawn), seed, "benchmark",
                         bench.types)
 
-        sets = [Instance(spec, self.backend, self.oracle, case(rng.randrange(2**32))) for _ in range(max(1, self.opt.sets))]
+        first = Instance(spec, self.backend, self.oracle, case(rng.randrange(2**32)))
+        floor = self.floor_ms(bench)
+        calibrated = self.calibration.median_ms(spec.name, bench.name)
+        n_sets = self.sets_for(floor, 4 * first.arena_bytes)
+        sets = [first] + [Instance(spec, self.backend, self.oracle, case(rng.randrange(2**32)))
+                          for _ in range(n_sets - 1)]
 
-        def poison() -> None:
+        def redraw() -> None:
             for inst in sets:
-                inst.reset()
+                inst.refresh(case(rng.randrange(2**32)))
+
+        def bind() -> Binding:
+            arena = Arena(self.backend, sum(inst.arena_bytes for inst in sets))
+            for inst in sets:
+                inst.bind(arena)
+
+            def free() -> None:
+                for inst in sets:
+                    inst.unbind()
+                arena.free()
+            return Binding([inst.descriptors() for inst in sets], (arena.handle,), free)
 
         def verify(where: str) -> str | None:
             for k, inst in enumerate(sets):
@@ -341,31 +395,31 @@ class Grader:
                     return f"{where}, input set {k}: {message}"
             return None
 
+        drain = GpuDrain() if self.backend.name == "cuda" else None
+        rig = Rig(n_sets, redraw, bind, verify, drain.wait if drain is not None else (lambda limit_s: 0.0))
         contestants = [Contestant("submission", self.worker.request, self.worker.pause, self.worker.resume)]
-        if other is not None:
-            contestants.append(Contestant(other_name, other.request, other.pause, other.resume))
+        contestants += [Contestant(name, w.request, w.pause, w.resume) for name, w in others]
         flush = 2 * self.device.l2_bytes if self.device is not None else 0
-        self.progress.phase(f"timing {bench.name}", None)
-        descriptors = [inst.descriptors() for inst in sets]
-
-        def refresh(k: int) -> None:
-            sets[k].refresh(case(rng.randrange(2**32)))
-            descriptors[k] = sets[k].descriptors()  # scalars travel in the descriptors
-
+        self.progress.phase(f"timing {bench.name} ({n_sets} calls per round)", None)
+        windows: list[tuple[float, float]] = []
+        sampler = ClockSampler(self.device.index) if self.device is not None else None
+        basis = calibrated if calibrated is not None else floor
         try:
-            results = run_benchmark(contestants, descriptors, refresh, poison, verify,
-                                    self.opt.policy, flush, spec.limits.case_s, rng,
-                                    progress=lambda r: self.progress.advance(f"round {r}"),
-                                    check_warmup=not any(t.inplace for t in spec.outputs))
+            with sampler if sampler is not None else contextlib.nullcontext():
+                results = run_benchmark(contestants, rig, self.opt.policy, flush, spec.limits.case_s, rng,
+                                        basis_ms=None if any(n == REFERENCE for n, _ in others) else basis,
+                                        progress=lambda r: self.progress.advance(f"round {r}"),
+                                        check_warmup=not any(t.inplace for t in spec.outputs),
+                                        on_window=lambda a, b: windows.append((a, b)))
         finally:
-            clock = clock_state(self.device.index) if self.device is not None else None
             for inst in sets:
-                self.release(inst, self.worker, other)
+                inst.free()
             if self.backend.name == "cuda":
                 import cupy
                 cupy.get_default_memory_pool().free_all_blocks()
+        clock = sampler.during(windows) if sampler is not None else None
         sub = results[0]
-        ref = results[1] if len(results) > 1 and other_name == "reference" else None
+        ref = next((r for (name, _), r in zip(others, results[1:]) if name == REFERENCE), None)
         nbytes = float(bench.bytes.evaluate(dims))
         flops = float(bench.flops.evaluate(dims)) if bench.flops is not None else None
         t = sub.time_ms
@@ -376,8 +430,7 @@ class Grader:
             ceiling = self.ceilings.for_kind(spec.ceiling)
             achieved = gbps if spec.ceiling == "memory" else tflops
             frac = achieved / ceiling if achieved and ceiling else None
-        calibrated = self.calibration.median_ms(spec.name, bench.name)
-        return BenchResult(bench.name, dims, nbytes, flops, sub, ref, calibrated, gbps, tflops, frac, clock)
+        return BenchResult(bench.name, dims, nbytes, flops, sub, ref, calibrated, gbps, tflops, frac, clock, n_sets)
 
     def ptx_problem(self) -> str | None:
         """Why the submission gets no performance points under ``[features] required_ptx`` (its
@@ -449,7 +502,7 @@ def grade(spec: Spec, submission: Path, options: GradeOptions, backend: Backend,
         return _not_graded(spec, submission, options, problem[0], problem[1], device, started, t0)
     g = Grader(spec, submission, options, backend, device, ceilings, calibration, progress)
     continued = times_continued()
-    reference: Worker | None = None
+    others: list[tuple[str, Worker]] = []
     try:
         progress.phase("compiling and loading the submission", None)
         start = g.worker.ensure()
@@ -467,20 +520,22 @@ def grade(spec: Spec, submission: Path, options: GradeOptions, backend: Backend,
         bench_results: list[BenchResult] = []
         hc, hb = hidden_counts(spec)
         if correct and options.benchmark:
-            # the reference solution, timed side by side; without it, the no-op baseline worker
-            # measures the harness's overhead for the wall-clock bound (grader.timing)
-            other_name = "reference" if options.reference is not None else "baseline"
-            other_dir = options.reference.resolve() if options.reference is not None else BASELINE_SUBMISSION
-            other = g._worker(other_dir)  # noqa: SLF001
-            other_start = other.ensure()
-            if not other_start.ok:
-                raise RuntimeError(f"the {other_name} worker ({other_dir}) failed to load: {other_start.message}")
-            reference = other
+            # the reference solution, timed side by side when it is available, and always the no-op
+            # baseline worker, which measures the harness's own overhead for the wall-clock bound
+            other_dirs = [(BASELINE, BASELINE_SUBMISSION)]
+            if options.reference is not None:
+                other_dirs.insert(0, (REFERENCE, options.reference.resolve()))
+            for name, folder in other_dirs:
+                w = g._worker(folder)  # noqa: SLF001
+                others.append((name, w))
+                w_start = w.ensure()
+                if not w_start.ok:
+                    raise RuntimeError(f"the {name} worker ({folder}) failed to load: {w_start.message}")
             rng = random.Random(g.seed ^ 0x5EED)
             for bench in spec.benchmarks:
                 if bench.hidden and not options.profile.hidden:
                     continue
-                bench_results.append(g.benchmark(bench, other, other_name, rng))
+                bench_results.append(g.benchmark(bench, others, rng))
             # wrong outputs (or a forbidden library, a memory cap) while timing fail correctness:
             # a submission must be right on every call, not only on the checked ones
             for b in bench_results:
@@ -512,22 +567,28 @@ def grade(spec: Spec, submission: Path, options: GradeOptions, backend: Backend,
             flags.append(performance_block)
         for b in bench_results:
             if b.submission.outside_events:
-                flags.append(f"{b.name}: {b.submission.overhead_ms_per_call:.3f} ms per call ran outside the timed "
-                             f"events (side stream, host thread, deferred work or a patched timer?); the wall-clock "
-                             f"time was used")
+                flags.append(f"{b.name}: {b.submission.overhead_ms_per_call * 1e3:.0f} us per call ran outside the "
+                             f"timed events, over the {b.submission.allowed_ms_per_call * 1e3:.0f} us allowed (side "
+                             f"stream, host thread, deferred work or a patched timer?); the wall-clock time was used")
+            if b.submission.drained_ms_per_call > 0.05:
+                flags.append(f"{b.name}: GPU work of the submission ran {b.submission.drained_ms_per_call * 1e3:.0f} us "
+                             f"per call after its replies (counted in its wall-clock time)")
             if b.submission.uneven:
                 flags.append(f"{b.name}: call times within a round differ by more than {UNEVEN_RATIO:g}x (work of "
                              f"several calls done in one?); each round is scored by its mean")
             if b.clock is not None and b.clock.throttled:
-                flags.append(f"{b.name}: GPU clock {b.clock.sm_mhz}/{b.clock.max_sm_mhz} MHz"
+                flags.append(f"{b.name}: GPU clock {b.clock.sm_mhz}/{b.clock.max_sm_mhz} MHz while timed kernels ran"
                              + (f", throttled ({', '.join(b.clock.throttle)})" if b.clock.throttle else "")
                              + "; timings may be low")
             if b.reference is not None and b.reference.failure:
                 raise RuntimeError(f"the reference solution failed while timing {b.name}: {b.reference.failure}")
+            if b.reference is not None and b.reference.outside_events:
+                flags.append(f"{b.name}: the reference solution itself ran {b.reference.overhead_ms_per_call * 1e3:.0f}"
+                             f" us per call outside its timed events (a noisy machine?); grade again")
         g.close()  # now, so that processes it left behind are found and counted
-        if reference is not None:
-            reference.close()
-        strays = g.worker.strays_killed + (reference.strays_killed if reference is not None else 0)
+        for _, w in others:
+            w.close()
+        strays = g.worker.strays_killed + sum(w.strays_killed for _, w in others)
         if strays:  # the reference and baseline workers are trusted: any stray is the submission's
             flags.append(f"the submission left {strays} process(es) running after its worker "
                          f"stopped (a daemon?); they were killed")
@@ -543,6 +604,6 @@ def grade(spec: Spec, submission: Path, options: GradeOptions, backend: Backend,
             seconds=time.perf_counter() - t0, started=started, versions=versions(device))
     finally:
         g.close()
-        if reference is not None:
-            reference.close()
+        for _, w in others:
+            w.close()
 

@@ -11,7 +11,7 @@ from typing import Any, Callable, Mapping
 from grader.cases import Case, make_inputs
 from grader.compare import compare, poison_value, resolve_atol, resolve_normwise
 from grader.dtypes import decode, storage_dtype
-from grader.sandbox.buffers import Backend, GuardedArray
+from grader.sandbox.buffers import Arena, Backend, GuardedArray, guarded_size
 from grader.spec import ScalarSpec, Spec
 
 
@@ -67,19 +67,49 @@ class Instance:
         self.spec, self.backend, self.xp, self.oracle = spec, backend, backend.xp, oracle
         self.dims, self.types = case.dim_dict, case.type_dict
         self.arrays: dict[str, GuardedArray] = {}
-        for t in (*spec.inputs, *spec.outputs):
-            self.arrays[t.name] = backend.alloc(t.concrete_shape(self.dims), storage_dtype(t.concrete_dtype(self.types)),
-                                                t.offset_elements(self.dims))
+        self._allocate(None)
         self.values: dict[str, Any] = {}
         self.expected: list[Any] = []
         self.refresh(case)
 
+    def _layout(self) -> list[tuple[str, tuple[int, ...], str, int]]:
+        return [(t.name, t.concrete_shape(self.dims), storage_dtype(t.concrete_dtype(self.types)),
+                 t.offset_elements(self.dims)) for t in (*self.spec.inputs, *self.spec.outputs)]
+
+    def _allocate(self, arena: Arena | None) -> None:
+        for name, shape, dtype, offset in self._layout():
+            self.arrays[name] = self.backend.alloc(shape, dtype, offset, arena)
+
+    @property
+    def arena_bytes(self) -> int:
+        """Bytes this instance's guarded arrays take in an :class:`Arena`."""
+        return sum(-(-guarded_size(shape, dtype, offset) // 256) * 256 for _, shape, dtype, offset in self._layout())
+
+    def bind(self, arena: Arena) -> None:
+        """Move the arrays into fresh memory carved from ``arena`` (the old buffers are freed; the
+        arena owns the new ones), write the current inputs there and prepare the next call (see
+        :meth:`reset`). The values and the expected outputs stay as they were."""
+        for g in self.arrays.values():
+            g.free()
+        self._allocate(arena)
+        for t in self.spec.inputs:
+            self.arrays[t.name].array[...] = self.values[t.name]
+        self.reset()
+
+    def unbind(self) -> None:
+        """Drop the arrays (before their arena is freed); :meth:`bind` places them again."""
+        for g in self.arrays.values():
+            g.free()
+        self.arrays.clear()
+
     def refresh(self, case: Case) -> None:
-        """Draw the values of ``case`` (same dims and types) and compute the expected outputs."""
+        """Draw the values of ``case`` (same dims and types), compute the expected outputs and write
+        the inputs into the current buffers."""
         self.values = make_inputs(self.spec, case, self.xp)
         self.expected = run_oracle(self.oracle, self.spec, self.values, self.xp, self.types)
         for t in self.spec.inputs:
-            self.arrays[t.name].array[...] = self.values[t.name]
+            if t.name in self.arrays:
+                self.arrays[t.name].array[...] = self.values[t.name]
 
     def reset(self) -> None:
         for t in self.spec.outputs:

@@ -1,33 +1,39 @@
 """The benchmark protocol and its statistics.
 
-Anchors: nvbench (adaptive stop on the noise of the estimate), triton.testing.do_bench (L2 flush
-between iterations, median), GPU MODE's evaluation (outputs checked after timed runs).
+Anchors: nvbench (adaptive stop on the noise of the estimate), triton.testing.do_bench (L2 flush,
+median), GPU MODE's evaluation (outputs checked after timed runs).
 
-For one benchmark shape (:func:`run_benchmark`):
+For one benchmark shape (:func:`run_benchmark`), with contestants the submission, the reference
+solution when it is available, and always the no-op "baseline" worker (it runs the same requests
+with a ``solve`` that does nothing, so its unaccounted time is the harness's own overhead):
 
-1. Each contestant (the submission; the reference solution when it is available, else a no-op
-   "baseline" worker that measures the harness's own overhead) warms up by time in its own worker.
+1. Each contestant warms up by time in its own worker.
 2. Rounds follow until the estimate is stable. Before every round the parent re-draws EVERY input
-   set (so no call ever sees inputs an earlier call saw: caching and replay give wrong outputs) and
-   poisons every output; each contestant then times one ``solve`` per input set in a shuffled
-   order, each after an L2 flush, with CUDA events on the stream it runs on; then the parent checks
-   every output the round produced, the guards and the inputs (DESIGN must 4). Contestants
-   alternate within each round, so drifts in clock or temperature hit both alike. A contestant's
-   process group is stopped (SIGSTOP) whenever it is not being timed, so it cannot work on the
-   next inputs while the parent writes them or while another contestant runs.
+   set (a cache or a replayed output is wrong). For each contestant's turn it then allocates a
+   fresh :class:`~grader.sandbox.buffers.Arena` holding every set, writes the inputs and poisons
+   the outputs: the buffers of a timed call are memory the worker could not address before that
+   call's request, so no work it queued earlier can read them (DESIGN must 10). The parent checks
+   that no other CUDA context still has work on the GPU (:class:`grader.sandbox.watch.GpuDrain`),
+   resumes the contestant's processes, and starts its wall clock. In one request the worker maps
+   the arena, flushes L2 once and calls ``solve`` on every set back to back, in a shuffled order,
+   with CUDA events between consecutive calls; then it synchronises the device and replies. The
+   parent stops the clock at the reply, stops the contestant's processes (SIGSTOP: nothing runs
+   on its side between its rounds), and waits until the GPU has drained: time any of the
+   contestant's GPU work still needed after its reply is added to its round's wall time. Then the
+   parent checks every output, guard and input of the round (DESIGN must 4). Contestants alternate
+   within a round, so drifts in clock or temperature hit them alike.
 3. One sample per round: the MEAN of that round's call times, so doing several calls' work in one
    call and nothing in the others gains nothing (per-call medians would). When most rounds
    (UNEVEN_SHARE) have call times that differ by more than UNEVEN_RATIO, the result is flagged.
 4. Stop when the relative standard error of the median is below the target (after a minimum
    number of samples), or at the sample cap, or at the wall-clock cap.
-5. The parent's own wall clock around each round bounds what the worker reports (DESIGN must 5):
-   time outside the events (side streams, host threads, deferred work, a patched timer) is the
-   round's wall time minus its event times. When its median exceeds the baseline contestant's
-   (the reference, or the no-op worker) by more than OUTSIDE_FACTOR and the policy's slack per call
-   (OUTSIDE_SLACK_MS by default; no allowance scales with the baseline's noise, which a submission
-   could inflate by loading the machine),
-   the worker's times are not believed: each round's sample becomes its wall time minus the
-   baseline's overhead, per call.
+5. The parent's wall clock bounds what the worker reports (DESIGN must 5): a round's unaccounted
+   time is its wall time (plus any drain) less the sum of its call times, divided by the calls
+   (work on side streams, in host threads, deferred past the reply, or a patched timer all land
+   there). A contestant may have as much of it per call as the baseline has, plus OUTSIDE_SHARE of
+   the basis time per call (the reference's median, else the calibrated time, else the roofline
+   time) plus the policy's slack; the same rule whatever the basis. Beyond it its event times are
+   not believed: each round's sample becomes its wall time less the baseline's overhead, per call.
 """
 from __future__ import annotations
 
@@ -92,7 +98,7 @@ class StopPolicy:
     max_seconds: float = 3.0
     warmup_ms: float = 25.0
     min_rounds: int = 3
-    outside_slack_ms: float = 0.05   # = OUTSIDE_SLACK_MS; the host backend (CPU tests) needs more
+    outside_slack_ms: float = 0.015   # = OUTSIDE_SLACK_MS; the host backend (CPU tests) needs more
 
     def done(self, samples: Sequence[float], elapsed_s: float) -> bool:
         if len(samples) >= self.max_samples:
@@ -110,23 +116,26 @@ class ContestantTiming:
     rounds: list[tuple[list[float], float]] = field(default_factory=list)
     failure: str | None = None
     failure_kind: str | None = None   # "wrong" (outputs, guards or inputs) or a worker failure kind
+    drained_ms: list[float] = field(default_factory=list)   # per round: GPU work left after the reply
 
     @property
     def samples(self) -> list[float]:
         """One sample per round: the mean call time (ms)."""
         return [sum(t) / len(t) for t, _ in self.rounds if t]
 
-    def overheads(self) -> list[float]:
-        """Per round: wall time not covered by the reported event times (ms)."""
-        return [max(0.0, wall - sum(t)) for t, wall in self.rounds]
+    def overheads_per_call(self) -> list[float]:
+        """Per round: wall time not covered by the reported call times, per call (ms)."""
+        return [max(0.0, wall - sum(t)) / len(t) for t, wall in self.rounds if t]
 
 
 @dataclass(frozen=True)
 class ShapeResult:
     """Final timing of one contestant on one shape. ``time_ms`` is what scoring uses: the median
     over rounds of the mean call time, or of the wall-clock time per call when work escaped the
-    events (``outside_events``). ``overhead_ms_per_call`` is the median unaccounted time per call;
-    ``uneven`` marks rounds whose call times differ wildly (work batched into one call?)."""
+    events (``outside_events``). ``overhead_ms_per_call`` is the median unaccounted time per call
+    and ``allowed_ms_per_call`` the bound it was held to; ``drained_ms_per_call`` the median GPU
+    time the contestant's work still needed after its replies; ``uneven`` marks rounds whose call
+    times differ wildly (work batched into one call?)."""
     name: str
     stats: TimingStats | None
     time_ms: float | None
@@ -137,20 +146,23 @@ class ShapeResult:
     samples: tuple[float, ...]
     uneven: bool = False
     failure_kind: str | None = None
+    allowed_ms_per_call: float | None = None
+    drained_ms_per_call: float = 0.0
 
 
-# How much more unaccounted wall time than the baseline's a submission may have before its event
-# times are distrusted: a factor on the baseline's per-round overhead and an absolute slack per
-# call (ms) for scheduling noise and host work that overlaps the L2 flush.
-OUTSIDE_FACTOR = 1.5
-OUTSIDE_SLACK_MS = 0.05
-# Without any baseline contestant: unaccounted wall time per call allowed, in ms.
+# Unaccounted time per call a contestant may have beyond the baseline's: this share of the basis
+# time per call (the reference's, the calibrated or the roofline time) plus the policy's slack.
+OUTSIDE_SHARE = 0.10
+OUTSIDE_SLACK_MS = 0.015
+# Without a baseline contestant (tests of the protocol alone): unaccounted wall time per call allowed, in ms.
 OUTSIDE_ABSOLUTE_MS = 0.5
 # A round whose slowest call took this many times its fastest (and at least UNEVEN_MIN_MS) is uneven.
 UNEVEN_RATIO = 4.0
 UNEVEN_MIN_MS = 0.05
 UNEVEN_SHARE = 0.75   # flagged when more than this share of the rounds is uneven (not a stray spike)
-BASELINES = ("reference", "baseline")
+BASELINE = "baseline"
+REFERENCE = "reference"
+DRAIN_LIMIT_S = 2.0   # how long the GPU may stay busy after a reply before the round fails
 
 
 @dataclass(frozen=True)
@@ -163,30 +175,64 @@ class Contestant:
     resume: Callable[[], None] = lambda: None
 
 
-def run_benchmark(contestants: Sequence[Contestant], sets: Sequence[list[dict[str, Any]]],
-                  refresh: Callable[[int], None], poison: Callable[[], None],
-                  verify: Callable[[str], str | None], policy: StopPolicy, flush_bytes: int,
-                  call_timeout_s: float, rng: random.Random,
-                  progress: Callable[[int], None] | None = None, check_warmup: bool = True) -> list[ShapeResult]:
-    """Time every contestant on the prepared input sets (see the module docstring).
+@dataclass(frozen=True)
+class Binding:
+    """One contestant's buffers for one round: solve's arguments per input set (JSON descriptors),
+    the IPC handles / shared-memory names the worker must unmap afterwards, and ``free`` to drop
+    the parent's reference (the arena lives on in a worker that still maps it)."""
+    descriptors: list[list[dict[str, Any]]]
+    handles: tuple[str, ...]
+    free: Callable[[], None]
+
+
+@dataclass(frozen=True)
+class Rig:
+    """The parent's side of one benchmark shape: ``sets`` input sets (= calls per round);
+    ``redraw`` draws new values and expected outputs for every set; ``bind`` places every set in a
+    fresh arena (inputs written, outputs poisoned); ``verify`` checks every output, guard and input
+    of the bound sets (None, or a message); ``drain(limit_s)`` waits until no other CUDA context has
+    work on the GPU and returns the ms it waited (math.inf past ``limit_s``)."""
+    sets: int
+    redraw: Callable[[], None]
+    bind: Callable[[], Binding]
+    verify: Callable[[str], str | None]
+    drain: Callable[[float], float] = lambda limit_s: 0.0
+
+
+def _valid_times(raw: Any, calls: int) -> bool:
+    return (isinstance(raw, list) and len(raw) == calls
+            and all(isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t) and t >= 0
+                    for t in raw))
+
+
+def run_benchmark(contestants: Sequence[Contestant], rig: Rig, policy: StopPolicy, flush_bytes: int,
+                  call_timeout_s: float, rng: random.Random, basis_ms: float | None = None,
+                  progress: Callable[[int], None] | None = None, check_warmup: bool = True,
+                  on_window: Callable[[float, float], None] | None = None) -> list[ShapeResult]:
+    """Time every contestant on ``rig`` (see the module docstring); results in contestant order.
 
     Args:
-        sets: for each input set, the JSON descriptors of solve's arguments, in call order.
-        refresh: re-draw input set k (and its expected outputs); it may replace ``sets[k]``.
-        poison: fill every output with the poison pattern and reset the guards.
-        verify: check every output, guard and input against the expected; None or a failure message.
-        flush_bytes: size of the L2 flush buffer (0 for none).
+        flush_bytes: size of the L2 flush before each round's calls (0 for none).
         call_timeout_s: time limit per call; a round's limit scales with the number of sets.
+        basis_ms: the time per call the outside-the-events allowance is relative to when no
+            reference solution is timed (the calibrated or the roofline time), or None.
         check_warmup: verify the outputs after warm-up (impossible with in-place outputs, which
             repeated warm-up calls keep updating).
+        on_window: called with (start, end) perf_counter seconds of every timed request (the
+            caller samples the GPU clock inside them).
     """
     results = {c.name: ContestantTiming(c.name) for c in contestants}
+    to_close: dict[str, tuple[str, ...]] = {c.name: () for c in contestants}
+    rig.redraw()
     for c in contestants:
-        poison()
-        out = c.request({"op": "warmup", "sets": list(sets), "ms": policy.warmup_ms},
+        binding = rig.bind()
+        out = c.request({"op": "warmup", "sets": binding.descriptors, "ms": policy.warmup_ms},
                         call_timeout_s + policy.warmup_ms / 1e3 * 4)
         c.pause()
-        problem = out.message if not out.ok else (verify(f"warm-up of {c.name}") if check_warmup else None)
+        rig.drain(DRAIN_LIMIT_S)
+        problem = out.message if not out.ok else (rig.verify(f"warm-up of {c.name}") if check_warmup else None)
+        binding.free()
+        to_close[c.name] = binding.handles
         if problem:
             results[c.name].failure = f"during warm-up: {problem}"
             results[c.name].failure_kind = out.kind if not out.ok else "wrong"
@@ -195,34 +241,11 @@ def run_benchmark(contestants: Sequence[Contestant], sets: Sequence[list[dict[st
     round_no = 0
     try:
         while active:
-            for k in range(len(sets)):
-                refresh(k)
+            rig.redraw()
             round_no += 1
             for c in (active if round_no % 2 else active[::-1]):
-                res = results[c.name]
-                poison()
-                order = list(range(len(sets)))
-                rng.shuffle(order)
-                t_resumed = time.perf_counter()  # the round's wall clock starts before the worker may run
-                c.resume()
-                resume_ms = (time.perf_counter() - t_resumed) * 1e3
-                out = c.request({"op": "time", "sets": list(sets), "order": order, "flush_bytes": flush_bytes},
-                                call_timeout_s * len(sets) + 5)
-                c.pause()
-                if not out.ok:
-                    res.failure, res.failure_kind = f"{out.kind}: {out.message}", out.kind
-                    continue
-                raw = out.data.get("times_ms")
-                if (not isinstance(raw, list) or len(raw) != len(order)
-                        or not all(isinstance(t, (int, float)) and not isinstance(t, bool)
-                                   and math.isfinite(t) and t >= 0 for t in raw)):
-                    res.failure, res.failure_kind = "the worker reported malformed times", "malformed_times"
-                    continue
-                problem = verify(f"timed round {round_no} of {c.name}")
-                if problem:
-                    res.failure, res.failure_kind = problem, "wrong"
-                    continue
-                res.rounds.append(([float(t) for t in raw], resume_ms + out.wall_s * 1e3))
+                _timed_round(c, results[c.name], rig, rng, round_no, flush_bytes, call_timeout_s, to_close,
+                             on_window)
             active = [c for c in active if results[c.name].failure is None]
             if progress:
                 progress(round_no)
@@ -232,41 +255,97 @@ def run_benchmark(contestants: Sequence[Contestant], sets: Sequence[list[dict[st
     finally:
         for c in contestants:
             c.resume()
-    return finalize(list(results.values()), policy.outside_slack_ms)
+            if to_close[c.name] and results[c.name].failure is None:
+                c.request({"op": "release", "handles": list(to_close[c.name])}, call_timeout_s + 5)
+    return finalize(list(results.values()), basis_ms, policy.outside_slack_ms)
+
+
+def _timed_round(c: Contestant, res: ContestantTiming, rig: Rig, rng: random.Random, round_no: int,
+                 flush_bytes: int, call_timeout_s: float, to_close: dict[str, tuple[str, ...]],
+                 on_window: Callable[[float, float], None] | None) -> None:
+    """One contestant's turn in one round (step 2 of the module docstring); appends to ``res``."""
+    binding = rig.bind()
+    try:
+        rig.drain(DRAIN_LIMIT_S)   # the GPU is ours and the contestant's alone from here
+        order = list(range(rig.sets))
+        rng.shuffle(order)
+        c.resume()
+        t0 = time.perf_counter()
+        out = c.request({"op": "time", "sets": binding.descriptors, "order": order, "flush_bytes": flush_bytes,
+                         "close": list(to_close[c.name])}, call_timeout_s * rig.sets + 5)
+        t1 = time.perf_counter()
+        c.pause()
+        to_close[c.name] = binding.handles
+        drained_ms = rig.drain(DRAIN_LIMIT_S)
+        if on_window:
+            on_window(t0, t1)
+        if not out.ok:
+            res.failure, res.failure_kind = f"{out.kind}: {out.message}", out.kind
+            return
+        if math.isinf(drained_ms):
+            res.failure, res.failure_kind = (f"the GPU was still busy {DRAIN_LIMIT_S:g} s after the worker's reply in "
+                                             f"timed round {round_no} (a kernel left running, or a process it "
+                                             f"started?)"), "gpu_busy"
+            return
+        raw = out.data.get("times_ms")
+        if not _valid_times(raw, len(order)):
+            res.failure, res.failure_kind = "the worker reported malformed times", "malformed_times"
+            return
+        problem = rig.verify(f"timed round {round_no} of {c.name}")
+        if problem:
+            res.failure, res.failure_kind = problem, "wrong"
+            return
+        res.rounds.append(([float(t) for t in raw], (t1 - t0) * 1e3 + drained_ms))
+        res.drained_ms.append(drained_ms)
+    finally:
+        binding.free()
 
 
 def _uneven(times: Sequence[float]) -> bool:
     return len(times) > 1 and max(times) >= UNEVEN_MIN_MS and max(times) > UNEVEN_RATIO * min(times)
 
 
-def finalize(timings: list[ContestantTiming], slack_ms: float = OUTSIDE_SLACK_MS) -> list[ShapeResult]:
-    """Summaries, with the wall-clock bound applied: the first contestant is the submission; one
-    named "reference" or "baseline" sets the overhead it is compared with; ``slack_ms`` is the
-    unaccounted time per call allowed beyond it."""
-    base = next((t for t in timings if t.name in BASELINES and t.rounds and not t.failure), None)
-    base_overhead = statistics.median(base.overheads()) if base is not None else None
+def allowed_outside_ms(base_overhead_ms: float | None, basis_ms: float | None, slack_ms: float) -> float:
+    """Unaccounted time per call (ms) a contestant may have: the baseline's overhead per call plus
+    OUTSIDE_SHARE of the basis time per call plus ``slack_ms``; OUTSIDE_ABSOLUTE_MS without a
+    baseline."""
+    if base_overhead_ms is None:
+        return OUTSIDE_ABSOLUTE_MS
+    return base_overhead_ms + OUTSIDE_SHARE * (basis_ms or 0.0) + slack_ms
+
+
+def finalize(timings: list[ContestantTiming], basis_ms: float | None = None,
+             slack_ms: float = OUTSIDE_SLACK_MS) -> list[ShapeResult]:
+    """Summaries with the wall-clock bound applied (step 5). The contestant named "baseline" sets
+    the harness overhead (else, in tests, one named "reference"); the basis time per call is
+    ``basis_ms``, else the reference's median."""
+    def ok(t: ContestantTiming) -> bool:
+        return bool(t.rounds) and not t.failure
+    base = next((t for t in timings if t.name == BASELINE and ok(t)), None) or \
+        next((t for t in timings if t.name == REFERENCE and ok(t)), None)
+    base_overhead = statistics.median(base.overheads_per_call()) if base is not None else None
+    ref = next((t for t in timings if t.name == REFERENCE and ok(t)), None)
+    if basis_ms is None and ref is not None:
+        basis_ms = statistics.median(ref.samples)
+    allowed = allowed_outside_ms(base_overhead, basis_ms, slack_ms)
     out = []
     for t in timings:
-        if not t.rounds or t.failure:
+        if not ok(t):
             out.append(ShapeResult(t.name, summarize(t.samples) if t.samples else None, None, None, None,
                                    False, t.failure or "no samples", tuple(t.samples), False, t.failure_kind))
             continue
-        calls = len(t.rounds[0][0])
-        overhead = statistics.median(t.overheads())
-        if base_overhead is not None:
-            allowed = max(OUTSIDE_FACTOR * base_overhead, base_overhead + slack_ms * calls)
-        else:
-            allowed = OUTSIDE_ABSOLUTE_MS * calls
+        overhead = statistics.median(t.overheads_per_call())
         # reported times of zero are not believed either (a GPU call takes microseconds at least)
-        outside = t.name not in BASELINES and (overhead > allowed or statistics.median(t.samples) <= 0)
+        outside = t is not base and t.name != BASELINE and (overhead > allowed or statistics.median(t.samples) <= 0)
         samples = t.samples
         if outside:  # the parent's wall clock, less the harness overhead the baseline shows
-            samples = [max(0.0, wall - (base_overhead or 0.0)) / len(ts) for ts, wall in t.rounds]
+            samples = [max(0.0, wall / len(ts) - (base_overhead or 0.0)) for ts, wall in t.rounds]
         stats = summarize(samples)
         wall_per_call = statistics.median(wall / len(ts) for ts, wall in t.rounds)
         uneven = sum(_uneven(ts) for ts, _ in t.rounds) > UNEVEN_SHARE * len(t.rounds)
-        out.append(ShapeResult(t.name, stats, stats.median_ms, wall_per_call, overhead / calls, outside, None,
-                               tuple(samples), uneven))
+        drained = statistics.median(t.drained_ms) / len(t.rounds[0][0]) if t.drained_ms else 0.0
+        out.append(ShapeResult(t.name, stats, stats.median_ms, wall_per_call, overhead, outside, None,
+                               tuple(samples), uneven, None, allowed, drained))
     return out
 
 

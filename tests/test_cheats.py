@@ -11,6 +11,8 @@ tries>``), ``kernel.cu`` (empty for CPU-side cheats) and ``cheat.toml``:
                 | "zero_performance" correct, but 0 performance points
                 | "rejected"         a static or run-time check refuses it: not graded, or a case
                                      refused (a forbidden library loaded), total 0
+                | "no_gain"          correct, and the trick bought nothing: its slow kernel still
+                                     scores below full performance (fresh buffers every round)
     detected_by = a lower-case substring of the result's text (see :func:`result_text`): what caught it
 
 Host cheats are graded here with small profiles; cuda ones are marked ``gpu``.
@@ -36,7 +38,7 @@ from tests.conftest import FIXTURES, ROOT, grade_folder
 CHEATS = Path(__file__).resolve().parent / "cheats"
 COURSE = FIXTURES / "course"
 FOLDERS = sorted(p.parent for p in CHEATS.glob("*/*/cheat.toml"))
-EXPECT = ("incorrect", "flag", "zero_performance", "rejected")
+EXPECT = ("incorrect", "flag", "zero_performance", "rejected", "no_gain")
 BACKENDS = ("host", "cuda")
 KEYS = {"tries", "backend", "exercise", "expect", "detected_by"}
 # Case statuses that are a refusal rather than a wrong answer.
@@ -106,6 +108,8 @@ def check_expectation(r: GradeResult, m: dict) -> None:
         assert r.flags, text
     elif expect == "zero_performance":
         assert r.correct and r.score.performance == 0, text
+    elif expect == "no_gain":
+        assert r.correct and r.score.performance < r.score.performance_max, text
     assert m["detected_by"].lower() in text, f"{m['detected_by']!r} not in:\n{text}"
 
 

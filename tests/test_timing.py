@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import math
 import random
+import time
 from typing import Any, Callable
 
 import pytest
 
 from grader.sandbox.supervisor import Outcome
-from grader.timing import (Contestant, ContestantTiming, StopPolicy, finalize, run_benchmark,
+from grader.timing import (Binding, Contestant, ContestantTiming, Rig, StopPolicy, finalize, run_benchmark,
                            summarize)
 
 
@@ -67,48 +68,62 @@ def timing(name: str, per_call_ms: float, overhead_ms: float, rounds: int = 10, 
 
 
 def test_normal_submission_uses_the_median_of_round_means() -> None:
-    sub, ref = finalize([timing("submission", 0.5, 0.2), timing("reference", 1.0, 0.15)])
-    # baseline overhead 0.15 ms per round: allowed max(1.5 * 0.15, 0.15 + 0.05 * 3) = 0.3
+    sub, ref, base = finalize([timing("submission", 0.5, 0.2), timing("reference", 1.0, 0.15),
+                               timing("baseline", 0.0, 0.15)])
+    # allowed per call: 0.05 (baseline) + 0.1 * 1.0 (reference) + 0.015 = 0.165
+    assert sub.allowed_ms_per_call == pytest.approx(0.165)
     assert sub.overhead_ms_per_call == pytest.approx(0.2 / 3)
     assert not sub.outside_events and sub.time_ms == 0.5 and sub.failure is None
     assert sub.wall_ms_per_call == pytest.approx(0.5 + 0.2 / 3) and sub.stats.n == 10
-    assert not ref.outside_events and ref.time_ms == 1.0
+    assert not ref.outside_events and ref.time_ms == 1.0 and not base.outside_events
 
 
 def test_work_outside_the_events_uses_wall_time_less_the_baseline_overhead() -> None:
-    sub, ref = finalize([timing("submission", 0.5, 3.15), timing("reference", 1.0, 0.15)])
+    sub, ref, _ = finalize([timing("submission", 0.5, 3.15), timing("reference", 1.0, 0.15),
+                            timing("baseline", 0.0, 0.15)])
     assert sub.outside_events and sub.overhead_ms_per_call == pytest.approx(1.05)
-    assert sub.time_ms == pytest.approx(1.5)  # (3 * 0.5 + 3.15 - 0.15) / 3, not the 0.5 ms events say
+    assert sub.time_ms == pytest.approx(1.5)  # (3 * 0.5 + 3.15) / 3 - 0.05, not the 0.5 ms events say
     assert not ref.outside_events
 
 
-@pytest.mark.parametrize("sub_overhead, flagged", [(1.49, False), (1.51, True)])
-def test_allowed_overhead_scales_with_the_baseline(sub_overhead: float, flagged: bool) -> None:
-    # baseline overhead 1 ms per round: allowed max(1.5 * 1, 1 + 0.05 * 3) = 1.5 ms
-    sub, _ = finalize([timing("submission", 0.5, sub_overhead), timing("baseline", 0.0, 1.0)])
+@pytest.mark.parametrize("per_call, flagged", [(0.1, False), (0.31, False), (0.32, True)])
+def test_allowance_is_relative_to_the_basis_time(per_call: float, flagged: bool) -> None:
+    # baseline 0.1 ms per call; basis 2 ms per call: allowed 0.1 + 0.2 + 0.015 = 0.315 ms per call
+    sub, _ = finalize([timing("submission", 0.5, 3 * per_call), timing("baseline", 0.0, 0.3)], basis_ms=2.0)
+    assert sub.allowed_ms_per_call == pytest.approx(0.315)
     assert sub.outside_events is flagged
 
 
-@pytest.mark.parametrize("sub_overhead, flagged", [(0.1, False), (0.24, False), (0.26, True)])
-def test_small_baseline_overhead_allows_the_absolute_slack(sub_overhead: float, flagged: bool) -> None:
-    # baseline overhead 0.1 ms per round: allowed max(0.15, 0.1 + 0.15) = 0.25 ms
-    sub, base = finalize([timing("submission", 0.5, sub_overhead), timing("baseline", 0.0, 0.1)])
-    assert sub.outside_events is flagged
-    assert base.time_ms == 0.0 and not base.outside_events
+def test_the_allowance_is_the_same_for_every_basis() -> None:
+    """Side by side (reference median 1 ms), calibrated (1 ms) or roofline (1 ms): one rule."""
+    side = finalize([timing("submission", 0.5, 0.6), timing("reference", 1.0, 0.9), timing("baseline", 0.0, 0.15)])
+    calibrated = finalize([timing("submission", 0.5, 0.6), timing("baseline", 0.0, 0.15)], basis_ms=1.0)
+    assert side[0].allowed_ms_per_call == pytest.approx(calibrated[0].allowed_ms_per_call)
+    assert side[0].outside_events is calibrated[0].outside_events is True   # 0.2 > 0.05 + 0.1 + 0.015
+
+
+def test_a_hidden_30_us_per_call_is_caught_at_a_26_us_kernel() -> None:
+    """ex04 at n = 2^24: 26 us per call; 30 us per call hidden from the events over 12 calls."""
+    base = timing("baseline", 0.0, 12 * 0.04, calls=12)
+    honest, _ = finalize([timing("submission", 0.026, 12 * 0.045, calls=12), base], basis_ms=0.026)
+    hider, _ = finalize([timing("submission", 0.026, 12 * (0.04 + 0.030), calls=12), base], basis_ms=0.026)
+    assert not honest.outside_events
+    assert hider.outside_events and hider.time_ms == pytest.approx(0.056)
 
 
 def test_a_noisy_baseline_does_not_widen_the_allowance() -> None:
     """A submission can load the machine while the baseline runs: only the baseline's median counts."""
-    overheads = [0.1, 0.1, 0.3, 5.0] * 3            # median 0.2: allowed max(0.3, 0.35)
+    overheads = [0.3, 0.3, 0.6, 15.0] * 3            # per call 0.1, 0.1, 0.2, 5: median 0.15
     noisy = ContestantTiming("baseline", [([0.0] * 3, o) for o in overheads])
-    calm, _ = finalize([timing("submission", 0.5, 0.34), noisy])
-    hidden, _ = finalize([timing("submission", 0.5, 0.4), noisy])
+    calm, _ = finalize([timing("submission", 0.5, 0.2 * 3), noisy], basis_ms=0.5)   # allowed 0.215
+    hidden, _ = finalize([timing("submission", 0.5, 0.25 * 3), noisy], basis_ms=0.5)
+    assert calm.allowed_ms_per_call == pytest.approx(0.215)
     assert not calm.outside_events and hidden.outside_events
 
 
 def test_the_slack_per_call_is_a_policy_setting() -> None:
     sub, _ = finalize([timing("submission", 0.5, 1.0), timing("baseline", 0.0, 0.2)], slack_ms=0.5)
-    assert not sub.outside_events            # allowed max(0.3, 0.2 + 0.5 * 3) = 1.7
+    assert not sub.outside_events            # allowed 0.2 / 3 + 0.5 per call
 
 
 @pytest.mark.parametrize("sub_overhead, flagged", [(1.4, False), (1.6, True)])
@@ -164,6 +179,10 @@ class Fake:
         failure = self.fail(op, self.rounds)
         if failure is not None:
             return failure
+        if op == "release":
+            return Outcome(True, data={})
+        if op == "time" and self.wall_s:
+            time.sleep(self.wall_s)
         if op == "warmup":
             return Outcome(True, data={}, wall_s=0.03)
         times = self.times(self.rounds)
@@ -171,12 +190,17 @@ class Fake:
 
 
 def bench(fakes: list[Fake], log: list, policy: StopPolicy, n_sets: int = 2,
-          verify: Callable[[str], str | None] = lambda where: None, seed: int = 1):
-    sets = [[{"set": k}] for k in range(n_sets)]
+          verify: Callable[[str], str | None] = lambda where: None, seed: int = 1,
+          drain: Callable[[float], float] = lambda limit_s: 0.0):
+    arenas = iter(range(1, 10**6))
 
-    def refresh(k: int) -> None:
-        assert 0 <= k < n_sets
-        log.append("refresh")
+    def redraw() -> None:
+        log.append("redraw")
+
+    def bind() -> Binding:
+        k = next(arenas)
+        log.append(f"bind:{k}")
+        return Binding([[{"set": j, "arena": k}] for j in range(n_sets)], (f"h{k}",), lambda: log.append(f"free:{k}"))
 
     def check(where: str) -> str | None:
         log.append(f"verify:{where}")
@@ -185,9 +209,8 @@ def bench(fakes: list[Fake], log: list, policy: StopPolicy, n_sets: int = 2,
     rounds: list[int] = []
     contestants = [Contestant(f.name, f, lambda f=f: log.append(f"pause:{f.name}"),
                               lambda f=f: log.append(f"resume:{f.name}")) for f in fakes]
-    results = run_benchmark(contestants, sets, refresh, lambda: log.append("poison"),
-                            check, policy, flush_bytes=1 << 20, call_timeout_s=1.0, rng=random.Random(seed),
-                            progress=rounds.append)
+    results = run_benchmark(contestants, Rig(n_sets, redraw, bind, check, drain), policy, flush_bytes=1 << 20,
+                            call_timeout_s=1.0, rng=random.Random(seed), progress=rounds.append)
     return results, rounds
 
 
@@ -197,35 +220,56 @@ STEADY = StopPolicy(min_samples=4, max_samples=100, target_rse=0.01, max_seconds
 def test_protocol_warmup_alternation_and_stop() -> None:
     log: list[str] = []
     sub = Fake("submission", log, lambda r: [0.5, 0.5], wall_s=0.00125)  # 0.25 ms outside the events
-    ref = Fake("reference", log, lambda r: [1.0, 1.0], wall_s=0.0022)    # 0.2 ms: 0.3 allowed
+    ref = Fake("reference", log, lambda r: [1.0, 1.0], wall_s=0.0022)    # 0.2 ms
     (s, r), rounds = bench([sub, ref], log, STEADY)
+
+    def turn(name: str, k: int, round_no: int) -> list[str]:
+        return [f"bind:{k}", f"resume:{name}", f"time:{name}", f"pause:{name}", f"verify:timed round {round_no} of {name}",
+                f"free:{k}"]
+
     assert log == [
-        "poison", "warmup:submission", "pause:submission", "verify:warm-up of submission",
-        "poison", "warmup:reference", "pause:reference", "verify:warm-up of reference",
-        "refresh", "refresh",                                     # every set re-drawn before every round
-        "poison", "resume:submission", "time:submission", "pause:submission", "verify:timed round 1 of submission",
-        "poison", "resume:reference", "time:reference", "pause:reference", "verify:timed round 1 of reference",
-        "refresh", "refresh",
-        "poison", "resume:reference", "time:reference", "pause:reference", "verify:timed round 2 of reference",
-        "poison", "resume:submission", "time:submission", "pause:submission", "verify:timed round 2 of submission",
-        "refresh", "refresh",
-        "poison", "resume:submission", "time:submission", "pause:submission", "verify:timed round 3 of submission",
-        "poison", "resume:reference", "time:reference", "pause:reference", "verify:timed round 3 of reference",
-        "refresh", "refresh",
-        "poison", "resume:reference", "time:reference", "pause:reference", "verify:timed round 4 of reference",
-        "poison", "resume:submission", "time:submission", "pause:submission", "verify:timed round 4 of submission",
-        "resume:submission", "resume:reference",                  # nobody is left stopped
+        "redraw",
+        "bind:1", "warmup:submission", "pause:submission", "verify:warm-up of submission", "free:1",
+        "bind:2", "warmup:reference", "pause:reference", "verify:warm-up of reference", "free:2",
+        "redraw", *turn("submission", 3, 1), *turn("reference", 4, 1),   # every set re-drawn before every round,
+        "redraw", *turn("reference", 5, 2), *turn("submission", 6, 2),   # fresh buffers for every turn
+        "redraw", *turn("submission", 7, 3), *turn("reference", 8, 3),
+        "redraw", *turn("reference", 9, 4), *turn("submission", 10, 4),
+        "resume:submission", "release:submission", "resume:reference", "release:reference",   # nobody is left stopped
     ]  # one sample (the round mean) per round, zero spread: done after min_samples = 4 rounds
     assert rounds == [1, 2, 3, 4]
     warm, warm_timeout = sub.messages[0]
-    assert warm == {"op": "warmup", "sets": [[{"set": 0}], [{"set": 1}]], "ms": 10.0}
+    assert warm == {"op": "warmup", "sets": [[{"set": 0, "arena": 1}], [{"set": 1, "arena": 1}]], "ms": 10.0}
     assert warm_timeout == pytest.approx(1.0 + 0.04)
-    for message, timeout in sub.messages[1:]:
-        assert message["op"] == "time" and message["flush_bytes"] == 1 << 20
-        assert sorted(message["order"]) == [0, 1] and timeout == 1.0 * 2 + 5
+    timed = [m for m, _ in sub.messages if m["op"] == "time"]
+    assert [m["close"] for m in timed] == [["h1"], ["h3"], ["h6"], ["h7"]]   # the previous turn's buffers
+    assert [m["sets"][0][0]["arena"] for m in timed] == [3, 6, 7, 10]
+    for message, timeout in sub.messages:
+        if message["op"] == "time":
+            assert message["flush_bytes"] == 1 << 20 and sorted(message["order"]) == [0, 1] and timeout == 1.0 * 2 + 5
+    assert sub.messages[-1][0] == {"op": "release", "handles": ["h10"]}
     assert s.samples == (0.5,) * 4 and s.time_ms == 0.5 and s.failure is None
-    assert s.wall_ms_per_call == pytest.approx(0.625, abs=0.01) and not s.outside_events  # 1.25 ms per 2 calls
+    assert s.wall_ms_per_call >= 0.625 and s.overhead_ms_per_call >= 0.125   # 1.25 ms per 2 calls at least
     assert r.samples == (1.0,) * 4 and r.time_ms == 1.0
+
+
+def test_gpu_work_left_after_the_reply_counts_in_the_wall_time() -> None:
+    log: list[str] = []
+    sub = Fake("submission", log, lambda r: [0.5, 0.5])
+    base = Fake("baseline", log, lambda r: [0.0, 0.0])
+    # 3 ms of the submission's GPU work still runs after each of its timed replies
+    (s, b), _ = bench([sub, base], log, STEADY,
+                      drain=lambda limit: 3.0 if log[-1] == "pause:submission" and log[-2] == "time:submission" else 0.0)
+    assert s.drained_ms_per_call == pytest.approx(1.5) and s.overhead_ms_per_call >= 1.0 and s.outside_events
+    assert b.drained_ms_per_call == 0.0
+
+
+def test_a_gpu_still_busy_after_the_reply_fails_the_round() -> None:
+    log: list[str] = []
+    sub = Fake("submission", log, lambda r: [0.5, 0.5])
+    calls = iter(range(10**6))
+    (s,), rounds = bench([sub], log, STEADY, drain=lambda limit: math.inf if next(calls) == 2 else 0.0)
+    assert s.failure_kind == "gpu_busy" and "still busy" in s.failure and rounds == [1]
 
 
 def test_stops_at_max_samples_when_noisy() -> None:
@@ -233,7 +277,7 @@ def test_stops_at_max_samples_when_noisy() -> None:
     sub = Fake("submission", log, lambda r: [1.0 + 8.0 * (r % 2), 1.0])  # round means 5, 1, 5, 1, ...
     policy = StopPolicy(min_samples=2, max_samples=6, target_rse=0.01, max_seconds=60.0)
     (s,), rounds = bench([sub], log, policy)
-    assert rounds == [1, 2, 3, 4, 5, 6] and s.stats.n == 6 and log.count("refresh") == 12
+    assert rounds == [1, 2, 3, 4, 5, 6] and s.stats.n == 6 and log.count("redraw") == 7
 
 
 def test_stops_at_max_seconds() -> None:

@@ -29,14 +29,15 @@ def _shape(s: ShapeResult | None) -> dict[str, Any] | None:
     return {"time_ms": s.time_ms, "median_ms": st.median_ms if st else None, "iqr_ms": st.iqr_ms if st else None,
             "q1_ms": st.q1_ms if st else None, "q3_ms": st.q3_ms if st else None, "rse": st.rse if st else None,
             "n": st.n if st else 0, "wall_ms_per_call": s.wall_ms_per_call,
-            "overhead_ms_per_call": s.overhead_ms_per_call, "outside_events": s.outside_events,
+            "overhead_ms_per_call": s.overhead_ms_per_call, "allowed_ms_per_call": s.allowed_ms_per_call,
+            "drained_ms_per_call": s.drained_ms_per_call, "outside_events": s.outside_events,
             "failure": s.failure, "samples_ms": list(s.samples)}
 
 
 def _bench(b: BenchResult) -> dict[str, Any]:
     return {"name": b.name, "dims": b.dims, "bytes": b.bytes, "flops": b.flops, "submission": _shape(b.submission),
             "reference": _shape(b.reference), "calibrated_ms": b.calibrated_ms, "ratio": b.ratio, "gbps": b.gbps,
-            "tflops": b.tflops, "ceiling_fraction": b.ceiling_fraction,
+            "tflops": b.tflops, "ceiling_fraction": b.ceiling_fraction, "calls_per_round": b.calls_per_round,
             "clock": asdict(b.clock) if b.clock else None}
 
 

@@ -6,9 +6,24 @@ The parent allocates every argument of ``solve`` (DESIGN must 2): on the GPU wit
 
     [ guard 64 KiB | offset | data (rounded up to 256 B) | guard 64 KiB ]
 
-The data starts 256-byte aligned plus ``offset`` bytes (0 unless the spec asks for misaligned views). Guards are filled with :data:`GUARD_BYTE` before each call and
-checked after it, so writes just outside an output (a missing bounds check) are caught without a
-sanitizer. The worker maps the same memory through :func:`open_descriptor`.
+The data starts 256-byte aligned plus ``offset`` bytes (0 unless the spec asks for misaligned views).
+Guards are filled with :data:`GUARD_BYTE` before each call and checked after it, so writes just
+outside an output (a missing bounds check) are caught without a sanitizer. The worker maps the same
+memory through :class:`Mapper`.
+
+An :class:`Arena` is one allocation that holds several such guarded arrays back to back: the
+buffers of one timed round (every input set of a benchmark shape). The parent allocates a fresh
+arena for every round and every contestant, so the memory a timed call reads is memory the worker
+could not address before that call's request (DESIGN must 10): work a worker queued earlier
+(a kernel waiting for the next inputs) can only ever see stale buffers. A worker's mapping keeps an
+allocation alive after the parent frees it (CUDA IPC and POSIX shared memory are reference counted;
+checked on the H200, 2026-12-01: a stale importer mapping still read the old data after the
+exporter freed it and allocated eight new buffers), so freed memory is never re-used under a stale
+mapping.
+
+CUDA allocations are rounded up to 2 MiB: cudaMalloc may sub-allocate small buffers from a larger
+block, and CUDA IPC then shares the whole block, other allocations of the parent included (CUDA C
+Programming Guide, "Interprocess Communication").
 """
 from __future__ import annotations
 
@@ -21,27 +36,31 @@ import numpy as np
 GUARD = 64 * 1024
 ALIGN = 256
 GUARD_BYTE = 0xCB
+IPC_GRANULE = 2 << 20   # bytes: CUDA allocations that are shared are rounded up to this
 
 
 @dataclass(frozen=True)
 class Descriptor:
     """What the worker needs to map one array: backend ("host" or "cuda"), shared-memory name or
-    IPC handle (hex), allocation size, shape, dtype and the data's byte offset past the guard."""
+    IPC handle (hex) and size (bytes) of the allocation that holds it, the byte position of the
+    array's own guarded region in that allocation (``base``; 0 unless it lives in an arena), shape,
+    dtype and the data's byte offset past the front guard."""
     backend: str
     handle: str
     total: int
     shape: tuple[int, ...]
     dtype: str
     offset: int = 0
+    base: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {"backend": self.backend, "handle": self.handle, "total": self.total,
-                "shape": list(self.shape), "dtype": self.dtype, "offset": self.offset}
+                "shape": list(self.shape), "dtype": self.dtype, "offset": self.offset, "base": self.base}
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> "Descriptor":
         return Descriptor(d["backend"], d["handle"], int(d["total"]), tuple(int(s) for s in d["shape"]), d["dtype"],
-                          int(d.get("offset", 0)))
+                          int(d.get("offset", 0)), int(d.get("base", 0)))
 
 
 class Backend:
@@ -55,8 +74,9 @@ class Backend:
     def synchronize(self) -> None:
         pass
 
-    def alloc(self, shape: tuple[int, ...], dtype: str, offset_elements: int = 0) -> "GuardedArray":
-        return GuardedArray(self, tuple(shape), dtype, offset_elements)
+    def alloc(self, shape: tuple[int, ...], dtype: str, offset_elements: int = 0,
+              arena: "Arena | None" = None) -> "GuardedArray":
+        return GuardedArray(self, tuple(shape), dtype, offset_elements, arena)
 
 
 class HostBackend(Backend):
@@ -86,6 +106,7 @@ class CudaBackend(Backend):
 
     def raw(self, total: int) -> tuple[Any, str, Any]:
         cupy = self._cupy
+        total = -(-total // IPC_GRANULE) * IPC_GRANULE
         mem = cupy.cuda.memory.Memory(total)
         raw = cupy.ndarray((total,), cupy.uint8, memptr=cupy.cuda.MemoryPointer(mem, 0))
         handle = bytes(cupy.cuda.runtime.ipcGetMemHandle(mem.ptr)).hex()
@@ -95,23 +116,66 @@ class CudaBackend(Backend):
         self._cupy.cuda.runtime.deviceSynchronize()
 
 
-class GuardedArray:
-    """One parent-owned argument: ``array`` is the data view; ``raw`` the whole allocation."""
+def guarded_size(shape: tuple[int, ...], dtype: str, offset_elements: int = 0) -> int:
+    """Bytes one guarded array takes: both guards, the offset and the data rounded up to 256 B."""
+    item = np.dtype(dtype).itemsize
+    padded = -(-max(offset_elements * item + math.prod(shape) * item, 1) // ALIGN) * ALIGN
+    return 2 * GUARD + padded
 
-    def __init__(self, backend: Backend, shape: tuple[int, ...], dtype: str, offset_elements: int = 0):
+
+class Arena:
+    """One fresh allocation of ``total`` bytes that guarded arrays are carved from in order (see the
+    module docstring). ``free`` releases the parent's reference."""
+
+    def __init__(self, backend: Backend, total: int):
+        self.backend = backend
+        self.raw, self.handle, self._keep = backend.raw(max(total, ALIGN))
+        self.total = int(self.raw.size)
+        self.used = 0
+
+    def take(self, nbytes: int) -> tuple[Any, int]:
+        """(uint8 view of the next ``nbytes``, its byte position in the arena).
+
+        Raises:
+            ValueError: the arena is full (the caller sized it wrongly).
+        """
+        base = self.used
+        if base + nbytes > self.total:
+            raise ValueError(f"arena of {self.total} bytes cannot hold {nbytes} more at {base}")
+        self.used = base + -(-nbytes // ALIGN) * ALIGN
+        return self.raw[base:base + nbytes], base
+
+    def free(self) -> None:
+        keep, self._keep = self._keep, None
+        self.raw = None
+        if callable(keep):
+            keep()
+
+
+class GuardedArray:
+    """One parent-owned argument: ``array`` is the data view; ``raw`` the guarded region (its own
+    allocation, or a slice of an :class:`Arena`, which then owns the memory)."""
+
+    def __init__(self, backend: Backend, shape: tuple[int, ...], dtype: str, offset_elements: int = 0,
+                 arena: Arena | None = None):
         self.backend, self.shape, self.dtype = backend, shape, dtype
         self.nbytes = math.prod(shape) * np.dtype(dtype).itemsize
         self.offset = offset_elements * np.dtype(dtype).itemsize
-        padded = -(-max(self.offset + self.nbytes, 1) // ALIGN) * ALIGN
-        self.total = 2 * GUARD + padded
-        self.raw, self.handle, self._keep = backend.raw(self.total)
+        self.total = guarded_size(shape, dtype, offset_elements)
+        if arena is None:
+            self.raw, self.handle, self._keep = backend.raw(self.total)
+            self.base, self.block = 0, int(self.raw.size)
+            self.raw = self.raw[:self.total]
+        else:
+            self.raw, self.base = arena.take(self.total)
+            self.handle, self.block, self._keep = arena.handle, arena.total, None
         self.start = GUARD + self.offset
         self.array = self.raw[self.start:self.start + self.nbytes].view(dtype).reshape(shape)
         self.fill_guards()
 
     @property
     def descriptor(self) -> Descriptor:
-        return Descriptor(self.backend.name, self.handle, self.total, self.shape, self.dtype, self.offset)
+        return Descriptor(self.backend.name, self.handle, self.block, self.shape, self.dtype, self.offset, self.base)
 
     def fill_guards(self) -> None:
         self.raw[:self.start] = GUARD_BYTE
@@ -152,7 +216,7 @@ class Mapper:
             self._maps[d.handle] = self._map(d)
         raw = self._maps[d.handle][0]
         nbytes = math.prod(d.shape) * np.dtype(d.dtype).itemsize
-        start = GUARD + d.offset
+        start = d.base + GUARD + d.offset
         return raw[start:start + nbytes].view(d.dtype).reshape(d.shape)
 
     def _map(self, d: Descriptor) -> tuple[Any, Any]:

@@ -7,8 +7,9 @@ with a connected socket on file descriptor FD. It serves requests one at a time:
   kernels' resources;
 - ``run``: map the argument buffers, call ``solve`` once, synchronise the whole device;
 - ``warmup``: call ``solve`` on each input set in turn for a number of milliseconds;
-- ``time``: for each input set in the given order, flush L2, then time one ``solve`` call
-  with CUDA events on the current stream (host: ``perf_counter``);
+- ``time``: map this round's fresh buffers, flush L2 once, then time one ``solve`` call per
+  input set, back to back, with CUDA events between them on the current stream (host:
+  ``perf_counter``);
 - ``release``: unmap buffers the parent is about to free.
 
 Nothing the worker reports is trusted: the parent checks outputs, guards and inputs itself, and
@@ -173,29 +174,41 @@ class Server:
         return {"calls": calls}
 
     def op_time(self, req: dict[str, Any]) -> dict[str, Any]:
+        """One timed round: unmap the previous round's buffers (``close``), map this round's, flush
+        L2 once, then call ``solve`` on each input set in ``order`` back to back, with an event
+        between consecutive calls on the current stream (host: ``perf_counter``), and synchronise
+        the whole device. ``times_ms`` are the gaps between consecutive events: each call's time,
+        launch gaps included. ``phases_ms`` (map, queue, sync, read) is diagnostic only."""
+        t_in = time.perf_counter()
+        self.mapper.release(list(req.get("close", ())))
         sets = [self.arrays(s) for s in req["sets"]]
         order = [int(i) for i in req["order"]]
+        t_mapped = time.perf_counter()
         if self.backend != "cuda":
-            times = []
+            marks = [time.perf_counter()]
             for k in order:
-                t0 = time.perf_counter()
                 self.call(sets[k])
-                times.append((time.perf_counter() - t0) * 1e3)
-            return {"times_ms": times}
+                marks.append(time.perf_counter())
+            return {"times_ms": [(b - a) * 1e3 for a, b in zip(marks, marks[1:])]}
         cupy = self.cupy
         flush_bytes = int(req.get("flush_bytes", 0))
         if flush_bytes and (self._flush is None or self._flush.nbytes != flush_bytes):
             self._flush = cupy.empty(flush_bytes, cupy.uint8)
         stream = cupy.cuda.get_current_stream()
-        events = [(cupy.cuda.Event(), cupy.cuda.Event()) for _ in order]
+        events = [cupy.cuda.Event() for _ in range(len(order) + 1)]
+        if flush_bytes:
+            cupy.cuda.runtime.memsetAsync(self._flush.data.ptr, len(order) & 0xFF, flush_bytes, stream.ptr)
+        events[0].record(stream)
         for i, k in enumerate(order):
-            if flush_bytes:
-                cupy.cuda.runtime.memsetAsync(self._flush.data.ptr, i & 0xFF, flush_bytes, stream.ptr)
-            events[i][0].record(stream)
             self.call(sets[k])
-            events[i][1].record(stream)
+            events[i + 1].record(stream)
+        t_queued = time.perf_counter()
         self.sync()
-        return {"times_ms": [cupy.cuda.get_elapsed_time(a, b) for a, b in events]}
+        t_synced = time.perf_counter()
+        times = [cupy.cuda.get_elapsed_time(a, b) for a, b in zip(events, events[1:])]
+        t_out = time.perf_counter()
+        return {"times_ms": times, "phases_ms": {"map": (t_mapped - t_in) * 1e3, "queue": (t_queued - t_mapped) * 1e3,
+                                                 "sync": (t_synced - t_queued) * 1e3, "read": (t_out - t_synced) * 1e3}}
 
     def op_release(self, req: dict[str, Any]) -> dict[str, Any]:
         self.mapper.release(list(req["handles"]))

@@ -1,0 +1,153 @@
+"""Where the harness's time per timed call goes: one table per contestant and shape.
+
+    python3 benchmarks/overhead.py [--rounds 20] [--sets 3]
+
+For the reference solution and the no-op baseline of a few exercises, it runs the grader's own
+timing rounds by hand (the same Worker, Instance, fresh Arena per round and requests as
+grader.timing.run_benchmark) and splits each round into: the resume signal and the pause signal
+(both outside the timed wall clock), the worker's phases (unmapping the last round's arena and
+mapping this one, queueing the calls, the device synchronisation, reading the events) and the
+request's transport. ``outside`` is the round's wall time not covered by the call events, per call:
+the harness overhead the wall-clock bound has to allow for. Then it times CUDA IPC itself
+(ipcGetMemHandle in the parent, ipcOpenMemHandle + close in a fresh process) for a few sizes.
+
+Prints medians in microseconds (us). Needs a GPU.
+"""
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+SHAPES = [("ex07_softmax", {"rows": 4096, "cols": 4096}), ("ex04_reduction", {"n": 1 << 24}),
+          ("ex01_vector_add", {"n": 1 << 28})]
+
+
+def _med(xs: list[float]) -> float:
+    return statistics.median(xs) if xs else float("nan")
+
+
+def rounds_table(rounds: int, nsets: int, flush: bool) -> list[str]:
+    from grader.cases import Case
+    from grader.device import detect
+    from grader.grade import BASELINE_SUBMISSION
+    from grader.instance import Instance, load_oracle
+    from grader.sandbox.buffers import Arena, CudaBackend
+    from grader.sandbox.supervisor import Worker, WorkerConfig
+    from grader.spec import load_spec
+
+    dev = detect()
+    backend = CudaBackend()
+    rows = []
+    for name, dims in SHAPES:
+        spec = load_spec(ROOT / "exercises" / name / "spec.toml")
+        oracle = load_oracle(spec)
+        bench = next(b for b in spec.benchmarks if b.as_dict() == dims)
+        rng = random.Random(1)
+
+        def case(seed: int) -> Case:
+            return Case(bench.dims, tuple((n, bench.distribution(n)) for n in spec.drawn), seed, "benchmark", bench.types)
+
+        sets = [Instance(spec, backend, oracle, case(rng.randrange(2**32))) for _ in range(nsets)]
+        for label, folder in (("reference", ROOT / "solutions" / name), ("noop", BASELINE_SUBMISSION)):
+            w = Worker(WorkerConfig("cuda", folder, spec.compile_options, spec.arg_order, 120, 30))
+            assert w.ensure().ok
+            w.request({"op": "warmup", "sets": [s.descriptors() for s in sets], "ms": 25}, 60)
+            parts: dict[str, list[float]] = {k: [] for k in
+                                             ("resume", "map", "queue", "sync", "read", "transport", "pause",
+                                              "events", "outside")}
+            close: list[str] = []
+            for r in range(rounds):
+                arena = Arena(backend, sum(s.arena_bytes for s in sets))   # fresh buffers, as grading does
+                for s in sets:
+                    s.bind(arena)
+                descs = [s.descriptors() for s in sets]
+                order = list(range(nsets))
+                t0 = time.perf_counter()
+                w.resume()
+                t1 = time.perf_counter()
+                out = w.request({"op": "time", "sets": descs, "order": order, "close": close,
+                                 "flush_bytes": 2 * dev.l2_bytes if flush else 0}, 60)
+                t2 = time.perf_counter()
+                w.pause()
+                t3 = time.perf_counter()
+                close = [arena.handle]
+                for s in sets:
+                    s.unbind()
+                arena.free()
+                assert out.ok, out.message
+                ph = out.data["phases_ms"]
+                ev = sum(out.data["times_ms"])
+                wall = out.wall_s * 1e3   # the clock starts after the resume (grader.timing)
+                parts["resume"].append((t1 - t0) * 1e6)
+                for k in ("map", "queue", "sync", "read"):
+                    parts[k].append(ph[k] * 1e3)
+                parts["transport"].append((out.wall_s * 1e3 - sum(ph.values())) * 1e3)
+                parts["pause"].append((t3 - t2) * 1e6)
+                parts["events"].append(ev / nsets * 1e3)
+                parts["outside"].append((wall - ev) / nsets * 1e3)
+            w.resume()
+            w.close()
+            rows.append(f"{name:16s} {str(dims):24s} {label:9s} sets={nsets:2d} flush={int(flush)} " +
+                        " ".join(f"{k}={_med(v):8.1f}" for k, v in parts.items()))
+        for s in sets:
+            s.free()
+        import cupy
+        cupy.get_default_memory_pool().free_all_blocks()
+    return rows
+
+
+_OPENER = r"""
+import sys, time, cupy
+handles = [bytes.fromhex(h) for h in sys.argv[1:]]
+cupy.cuda.runtime.free(cupy.cuda.runtime.malloc(256))
+t = []
+for h in handles:
+    a = time.perf_counter(); p = cupy.cuda.runtime.ipcOpenMemHandle(h); b = time.perf_counter()
+    cupy.cuda.runtime.ipcCloseMemHandle(p); c = time.perf_counter()
+    t.append(((b - a) * 1e6, (c - b) * 1e6))
+print(" ".join(f"{o:.1f}/{c:.1f}" for o, c in t))
+"""
+
+
+def ipc_table() -> list[str]:
+    import cupy
+    rows = []
+    for size in (1 << 20, 2 << 20, 64 << 20, 1 << 30):
+        mems, handles, t_alloc, t_handle = [], [], [], []
+        for _ in range(5):
+            a = time.perf_counter()
+            m = cupy.cuda.memory.Memory(size)
+            b = time.perf_counter()
+            h = bytes(cupy.cuda.runtime.ipcGetMemHandle(m.ptr)).hex()
+            c = time.perf_counter()
+            mems.append(m)
+            handles.append(h)
+            t_alloc.append((b - a) * 1e6)
+            t_handle.append((c - b) * 1e6)
+        res = subprocess.run([sys.executable, "-c", _OPENER, *handles], capture_output=True, text=True)
+        rows.append(f"ipc {size >> 20:5d} MiB: cudaMalloc {_med(t_alloc):7.1f} us, ipcGetMemHandle {_med(t_handle):6.1f} us, "
+                    f"open/close in worker (us) {res.stdout.strip() or res.stderr.strip()[-300:]}")
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=20)
+    ap.add_argument("--sets", type=int, default=12, help="input sets (calls) per round, besides 3")
+    args = ap.parse_args()
+    rows = ipc_table()
+    for nsets in sorted({3, args.sets}):
+        rows += rounds_table(args.rounds, nsets, True)
+    print("\n".join(rows))
+
+
+if __name__ == "__main__":
+    main()

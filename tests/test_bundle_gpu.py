@@ -1,0 +1,79 @@
+"""The published student bundle on a GPU: no solutions/, so scores come from the calibration file.
+
+Publishes the course into a temporary folder once, then runs ``python3 -m grader.cli`` inside it
+(the bundle's own grader, specs and calibration) the way a student does. Marked ``gpu``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIXTURES, ROOT, spec_of
+
+pytestmark = pytest.mark.gpu
+EXERCISES = sorted(p.name for p in (ROOT / "solutions").iterdir() if (ROOT / "exercises" / p.name).is_dir())
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("bundle") / "course"
+    r = subprocess.run([sys.executable, "-m", "grader.cli", "publish", str(out), "--root", str(ROOT),
+                        "--no-install-check"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert not (out / "solutions").exists()
+    return out
+
+
+def grade_in_bundle(bundle: Path, exercise: str, folder: Path, tmp_path: Path) -> dict:
+    """``grade EXERCISE --submission FOLDER`` inside the bundle, as JSON (a copy of FOLDER is graded,
+    so nothing of the course is next to it)."""
+    sub = tmp_path / "submission"
+    shutil.copytree(folder, sub, ignore=shutil.ignore_patterns("__pycache__"))
+    out = tmp_path / "result.json"
+    env = {**os.environ, "PYTHONPATH": str(bundle)}
+    r = subprocess.run([sys.executable, "-m", "grader.cli", exercise, "--submission", str(sub), "--format", "json",
+                        "-o", str(out)], cwd=bundle, env=env, capture_output=True, text=True, timeout=900)
+    assert out.is_file(), r.stdout[-2000:] + r.stderr[-2000:]
+    return json.loads(out.read_text())
+
+
+def summary(result: dict) -> str:
+    return json.dumps({k: result.get(k) for k in ("status", "reason", "score", "flags")}, default=str)[:3000]
+
+
+@pytest.mark.parametrize("name", EXERCISES)
+def test_reference_scores_full_marks_on_the_calibration_basis(bundle: Path, name: str, tmp_path: Path) -> None:
+    r = grade_in_bundle(bundle, name, ROOT / "solutions" / name, tmp_path)
+    print(f"BUNDLE {name}: {r['score']['total']:.1f} ratios "
+          f"{[b.get('ratio') for b in r.get('benchmarks', [])]} flags {r.get('flags')}")
+    assert r["status"] == "graded", summary(r)
+    assert r["score"]["total"] >= 99, summary(r)
+    assert not r["flags"], summary(r)
+
+
+@pytest.mark.parametrize("name", EXERCISES)
+def test_stub_scores_zero_in_the_bundle(bundle: Path, name: str, tmp_path: Path) -> None:
+    r = grade_in_bundle(bundle, name, bundle / "student_template" / name, tmp_path)
+    assert r["status"] == "graded" and r["score"]["total"] == 0, summary(r)
+
+
+def test_naive_fixture_stays_below_its_ladder_bound_in_the_bundle(bundle: Path, tmp_path: Path) -> None:
+    name = "ex08_layernorm"
+    r = grade_in_bundle(bundle, name, FIXTURES / "gpu" / f"{name}_naive", tmp_path)
+    assert r["status"] == "graded", summary(r)
+    assert r["score"]["performance"] < 0.25 * spec_of(name).points_performance, summary(r)
+
+
+@pytest.mark.parametrize("exercise, cheat", [("ex01_vector_add", "nonblocking_stream"),
+                                             ("ex07_softmax", "host_thread_launch")])
+def test_side_stream_and_host_thread_cheats_are_flagged_in_the_bundle(bundle: Path, tmp_path: Path,
+                                                                      exercise: str, cheat: str) -> None:
+    r = grade_in_bundle(bundle, exercise, ROOT / "tests" / "cheats" / exercise / cheat, tmp_path)
+    assert r["status"] == "graded", summary(r)
+    assert any("outside the timed events" in f for f in r["flags"]), summary(r)
