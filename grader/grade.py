@@ -570,9 +570,11 @@ def grade(spec: Spec, submission: Path, options: GradeOptions, backend: Backend,
                 flags.append(f"{b.name}: {b.submission.overhead_ms_per_call * 1e3:.0f} us per call ran outside the "
                              f"timed events, over the {b.submission.allowed_ms_per_call * 1e3:.0f} us allowed (side "
                              f"stream, host thread, deferred work or a patched timer?); the wall-clock time was used")
-            if b.submission.drained_ms_per_call > 0.05:
-                flags.append(f"{b.name}: GPU work of the submission ran {b.submission.drained_ms_per_call * 1e3:.0f} us "
-                             f"per call after its replies (counted in its wall-clock time)")
+            if b.submission.drained_ms_per_call > 0:
+                flags.append(f"{b.name}: work the submission left on the GPU ran {b.submission.drained_ms_per_call * 1e3:.0f}"
+                             f" us per call after its replies (counted in its wall-clock time)")
+            if b.submission.failure_kind == "gpu_busy":
+                flags.append(f"{b.name}: {b.submission.failure}; no performance points for this shape")
             if b.submission.uneven:
                 flags.append(f"{b.name}: call times within a round differ by more than {UNEVEN_RATIO:g}x (work of "
                              f"several calls done in one?); each round is scored by its mean")

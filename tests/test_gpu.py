@@ -91,8 +91,14 @@ def test_uncoalesced_variant_scores_fewer_points() -> None:
 
 def test_same_score_five_times() -> None:
     name = "ex07_softmax"
-    scores = [grade_folder(spec_of(name), ROOT / "solutions" / name, reference=ROOT / "solutions" / name,
-                           seed=0).score.total for _ in range(5)]
+    results = [grade_folder(spec_of(name), ROOT / "solutions" / name, reference=ROOT / "solutions" / name, seed=0)
+               for _ in range(5)]
+    for r in results:
+        print(f"SAME {r.score.total:.2f} " + " ".join(
+            f"{b.name}: x{b.calls_per_round} sub {b.submission.time_ms:.4f} ref {b.reference.time_ms:.4f} ms, outside "
+            f"{b.submission.overhead_ms_per_call * 1e3:.0f}/{b.reference.overhead_ms_per_call * 1e3:.0f} us of "
+            f"{b.submission.allowed_ms_per_call * 1e3:.0f};" for b in r.benchmarks) + f" flags {r.flags}")
+    scores = [r.score.total for r in results]
     assert len(set(scores)) == 1, scores
 
 
