@@ -153,6 +153,19 @@ def ceilings(info: DeviceInfo, kinds: set[str], refresh: bool = False) -> Ceilin
 
 
 _THROTTLE_IGNORED = {"GpuIdle", "ApplicationsClocksSetting", "None"}
+_NVML_HANDLES: dict[int, Any] = {}
+
+
+def nvml_handle(index: int = 0) -> Any:
+    """The NVML handle of CUDA device ``index``, found by PCI bus id (NVML numbers every GPU of the
+    machine and ignores CUDA_VISIBLE_DEVICES). Raises whatever NVML or CuPy raise."""
+    if index not in _NVML_HANDLES:
+        import cupy
+        import pynvml as nv
+        nv.nvmlInit()
+        bus = cupy.cuda.runtime.deviceGetPCIBusId(index)
+        _NVML_HANDLES[index] = nv.nvmlDeviceGetHandleByPciBusId(bus.encode() if isinstance(bus, str) else bus)
+    return _NVML_HANDLES[index]
 
 
 def clock_state(index: int = 0) -> ClockState | None:
@@ -161,8 +174,7 @@ def clock_state(index: int = 0) -> ClockState | None:
     (:class:`ClockSampler`), never at idle."""
     try:
         import pynvml as nv
-        nv.nvmlInit()
-        h = nv.nvmlDeviceGetHandleByIndex(index)
+        h = nvml_handle(index)
         sm = nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM)
         mx = nv.nvmlDeviceGetMaxClockInfo(h, nv.NVML_CLOCK_SM)
         temp = nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU)
@@ -226,8 +238,7 @@ def foreign_gpu_processes(index: int = 0) -> list[str]:
     noisy."""
     try:
         import pynvml as nv
-        nv.nvmlInit()
-        procs = nv.nvmlDeviceGetComputeRunningProcesses(nv.nvmlDeviceGetHandleByIndex(index))
+        procs = nv.nvmlDeviceGetComputeRunningProcesses(nvml_handle(index))
     except Exception:  # noqa: BLE001 - NVML missing or not permitted
         return []
     me, out = os.getpid(), []

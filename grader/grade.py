@@ -381,12 +381,11 @@ class Grader:
             arena = Arena(self.backend, sum(inst.arena_bytes for inst in sets))
             for inst in sets:
                 inst.bind(arena)
+            return Binding([inst.descriptors() for inst in sets], (arena.handle,), arena.free)
 
-            def free() -> None:
-                for inst in sets:
-                    inst.unbind()
-                arena.free()
-            return Binding([inst.descriptors() for inst in sets], (arena.handle,), free)
+        def release() -> None:
+            for inst in sets:
+                inst.unbind()
 
         def verify(where: str) -> str | None:
             for k, inst in enumerate(sets):
@@ -396,7 +395,7 @@ class Grader:
             return None
 
         drain = GpuDrain() if self.backend.name == "cuda" else None
-        rig = Rig(n_sets, redraw, bind, verify, drain.wait if drain is not None else (lambda limit_s: 0.0))
+        rig = Rig(n_sets, redraw, bind, verify, drain.wait if drain is not None else (lambda limit_s: 0.0), release)
         contestants = [Contestant("submission", self.worker.request, self.worker.pause, self.worker.resume)]
         contestants += [Contestant(name, w.request, w.pause, w.resume) for name, w in others]
         flush = 2 * self.device.l2_bytes if self.device is not None else 0

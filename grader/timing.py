@@ -182,7 +182,7 @@ class Contestant:
 class Binding:
     """One contestant's buffers for one round: solve's arguments per input set (JSON descriptors),
     the IPC handles / shared-memory names the worker must unmap afterwards, and ``free`` to drop
-    the parent's reference (the arena lives on in a worker that still maps it)."""
+    the parent's reference to the memory."""
     descriptors: list[list[dict[str, Any]]]
     handles: tuple[str, ...]
     free: Callable[[], None]
@@ -194,12 +194,15 @@ class Rig:
     ``redraw`` draws new values and expected outputs for every set; ``bind`` places every set in a
     fresh arena (inputs written, outputs poisoned); ``verify`` checks every output, guard and input
     of the bound sets (None, or a message); ``drain(limit_s)`` waits until no other CUDA context has
-    work on the GPU and returns the ms it waited (math.inf past ``limit_s``)."""
+    work on the GPU and returns the ms it waited (math.inf past ``limit_s``); ``release`` detaches
+    the sets from the bound buffers once a turn is checked (the :class:`Binding` itself is freed
+    after the worker unmapped it, in its next request)."""
     sets: int
     redraw: Callable[[], None]
     bind: Callable[[], Binding]
     verify: Callable[[str], str | None]
     drain: Callable[[float], float] = lambda limit_s: 0.0
+    release: Callable[[], None] = lambda: None
 
 
 def _valid_times(raw: Any, calls: int) -> bool:
@@ -225,7 +228,10 @@ def run_benchmark(contestants: Sequence[Contestant], rig: Rig, policy: StopPolic
             caller samples the GPU clock inside them).
     """
     results = {c.name: ContestantTiming(c.name) for c in contestants}
-    to_close: dict[str, tuple[str, ...]] = {c.name: () for c in contestants}
+    # each contestant's last buffers: the worker unmaps them in its next request, and only then does
+    # the parent free them (the last unmapping of an allocation pays for its release: never in a
+    # timed request)
+    held: dict[str, Binding | None] = {c.name: None for c in contestants}
     rig.redraw()
     for c in contestants:
         binding = rig.bind()
@@ -233,9 +239,10 @@ def run_benchmark(contestants: Sequence[Contestant], rig: Rig, policy: StopPolic
                         call_timeout_s + policy.warmup_ms / 1e3 * 4)
         c.pause()
         busy = math.isinf(rig.drain(DRAIN_LIMIT_S))
-        problem = out.message if not out.ok else (rig.verify(f"warm-up of {c.name}") if check_warmup else None)
-        binding.free()
-        to_close[c.name] = binding.handles
+        check = check_warmup and c.name != BASELINE   # the baseline writes nothing
+        problem = out.message if not out.ok else (rig.verify(f"warm-up of {c.name}") if check else None)
+        rig.release()
+        held[c.name] = binding
         if problem:
             results[c.name].failure = f"during warm-up: {problem}"
             results[c.name].failure_kind = out.kind if not out.ok else "wrong"
@@ -250,7 +257,7 @@ def run_benchmark(contestants: Sequence[Contestant], rig: Rig, policy: StopPolic
             round_no += 1
             for c in (active if round_no % 2 else active[::-1]):
                 if results[c.name].failure is None:
-                    _timed_round(c, results, rig, rng, round_no, flush_bytes, call_timeout_s, to_close, on_window)
+                    _timed_round(c, results, rig, rng, round_no, flush_bytes, call_timeout_s, held, on_window)
             active = [c for c in active if results[c.name].failure is None]
             if progress:
                 progress(round_no)
@@ -260,8 +267,11 @@ def run_benchmark(contestants: Sequence[Contestant], rig: Rig, policy: StopPolic
     finally:
         for c in contestants:
             c.resume()
-            if to_close[c.name] and results[c.name].failure is None:
-                c.request({"op": "release", "handles": list(to_close[c.name])}, call_timeout_s + 5)
+            last = held[c.name]
+            if last is not None:
+                if results[c.name].failure is None:
+                    c.request({"op": "release", "handles": list(last.handles)}, call_timeout_s + 5)
+                last.free()
     return finalize(list(results.values()), basis_ms, policy.outside_slack_ms)
 
 
@@ -274,7 +284,7 @@ def _gpu_busy(results: dict[str, ContestantTiming], where: str) -> None:
 
 
 def _timed_round(c: Contestant, results: dict[str, ContestantTiming], rig: Rig, rng: random.Random, round_no: int,
-                 flush_bytes: int, call_timeout_s: float, to_close: dict[str, tuple[str, ...]],
+                 flush_bytes: int, call_timeout_s: float, held: dict[str, Binding | None],
                  on_window: Callable[[float, float], None] | None) -> None:
     """One contestant's turn in one round (step 2 of the module docstring); appends to its results."""
     res = results[c.name]
@@ -285,14 +295,18 @@ def _timed_round(c: Contestant, results: dict[str, ContestantTiming], rig: Rig, 
             return
         order = list(range(rig.sets))
         rng.shuffle(order)
+        previous = held[c.name]
         c.resume()
         t0 = time.perf_counter()
         out = c.request({"op": "time", "sets": binding.descriptors, "order": order, "flush_bytes": flush_bytes,
-                         "close": list(to_close[c.name])}, call_timeout_s * rig.sets + 5)
+                         "close": list(previous.handles) if previous is not None else []},
+                        call_timeout_s * rig.sets + 5)
         t1 = time.perf_counter()
         c.pause()
-        to_close[c.name] = binding.handles
         drained_ms = rig.drain(DRAIN_LIMIT_S)
+        if previous is not None:   # unmapped by the worker now (or the worker is gone)
+            previous.free()
+        held[c.name] = binding
         if on_window:
             on_window(t0, t1)
         if not out.ok:
@@ -305,14 +319,14 @@ def _timed_round(c: Contestant, results: dict[str, ContestantTiming], rig: Rig, 
         if not _valid_times(raw, len(order)):
             res.failure, res.failure_kind = "the worker reported malformed times", "malformed_times"
             return
-        problem = rig.verify(f"timed round {round_no} of {c.name}")
+        problem = rig.verify(f"timed round {round_no} of {c.name}") if c.name != BASELINE else None
         if problem:
             res.failure, res.failure_kind = problem, "wrong"
             return
         res.rounds.append(([float(t) for t in raw], (t1 - t0) * 1e3 + drained_ms))
         res.drained_ms.append(drained_ms)
     finally:
-        binding.free()
+        rig.release()
 
 
 def _uneven(times: Sequence[float]) -> bool:

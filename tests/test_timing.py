@@ -223,19 +223,20 @@ def test_protocol_warmup_alternation_and_stop() -> None:
     ref = Fake("reference", log, lambda r: [1.0, 1.0], wall_s=0.0022)    # 0.2 ms
     (s, r), rounds = bench([sub, ref], log, STEADY)
 
-    def turn(name: str, k: int, round_no: int) -> list[str]:
-        return [f"bind:{k}", f"resume:{name}", f"time:{name}", f"pause:{name}", f"verify:timed round {round_no} of {name}",
-                f"free:{k}"]
+    def turn(name: str, k: int, previous: int, round_no: int) -> list[str]:
+        return [f"bind:{k}", f"resume:{name}", f"time:{name}", f"pause:{name}", f"free:{previous}",
+                f"verify:timed round {round_no} of {name}"]
 
     assert log == [
         "redraw",
-        "bind:1", "warmup:submission", "pause:submission", "verify:warm-up of submission", "free:1",
-        "bind:2", "warmup:reference", "pause:reference", "verify:warm-up of reference", "free:2",
-        "redraw", *turn("submission", 3, 1), *turn("reference", 4, 1),   # every set re-drawn before every round,
-        "redraw", *turn("reference", 5, 2), *turn("submission", 6, 2),   # fresh buffers for every turn
-        "redraw", *turn("submission", 7, 3), *turn("reference", 8, 3),
-        "redraw", *turn("reference", 9, 4), *turn("submission", 10, 4),
-        "resume:submission", "release:submission", "resume:reference", "release:reference",   # nobody is left stopped
+        "bind:1", "warmup:submission", "pause:submission", "verify:warm-up of submission",
+        "bind:2", "warmup:reference", "pause:reference", "verify:warm-up of reference",
+        "redraw", *turn("submission", 3, 1, 1), *turn("reference", 4, 2, 1),   # every set re-drawn before every
+        "redraw", *turn("reference", 5, 4, 2), *turn("submission", 6, 3, 2),   # round, fresh buffers for every
+        "redraw", *turn("submission", 7, 6, 3), *turn("reference", 8, 5, 3),   # turn, the last turn's freed once
+        "redraw", *turn("reference", 9, 8, 4), *turn("submission", 10, 7, 4),  # the worker unmapped them
+        "resume:submission", "release:submission", "free:10",                  # nobody is left stopped or mapped
+        "resume:reference", "release:reference", "free:9",
     ]  # one sample (the round mean) per round, zero spread: done after min_samples = 4 rounds
     assert rounds == [1, 2, 3, 4]
     warm, warm_timeout = sub.messages[0]
@@ -346,3 +347,13 @@ def test_non_numeric_times_are_a_failure(times) -> None:
     log: list[str] = []
     (s,), _ = bench([Fake("submission", log, lambda r: times)], log, STEADY)
     assert s.failure == "the worker reported malformed times"
+
+
+def test_the_baseline_is_never_verified() -> None:
+    """The no-op baseline writes no output: checking it would fail it and lose the overhead measure."""
+    log: list[str] = []
+    sub = Fake("submission", log, lambda r: [0.5, 0.5])
+    base = Fake("baseline", log, lambda r: [0.0, 0.0])
+    (s, b), _ = bench([sub, base], log, STEADY, verify=lambda where: "never written" if "baseline" in where else None)
+    assert b.failure is None and b.stats.n >= 4 and s.failure is None
+    assert not any("of baseline" in entry for entry in log if entry.startswith("verify:"))

@@ -217,6 +217,11 @@ class Mapper:
         raw = self._maps[d.handle][0]
         nbytes = math.prod(d.shape) * np.dtype(d.dtype).itemsize
         start = d.base + GUARD + d.offset
+        if start + nbytes > raw.size:
+            raise ValueError(f"descriptor outside its allocation ({start} + {nbytes} > {raw.size})")
+        if d.backend == "cuda":   # one constructor call, not three views (microseconds per argument)
+            import cupy
+            return cupy.ndarray(d.shape, d.dtype, memptr=raw.data + start)
         return raw[start:start + nbytes].view(d.dtype).reshape(d.shape)
 
     def _map(self, d: Descriptor) -> tuple[Any, Any]:

@@ -31,6 +31,9 @@ from grader.sandbox import protocol
 from grader.sandbox.buffers import Descriptor, Mapper
 
 
+SPIN_POLLS = 10000
+
+
 class Failure(Exception):
     """A classified error to send back: ``kind`` is one of the supervisor's failure kinds."""
 
@@ -215,7 +218,14 @@ class Server:
         return {}
 
     def serve(self) -> None:
+        import select
         while True:
+            # poll for the next request without sleeping for a while (SPIN_POLLS select calls, about
+            # 10 ms of CPU, however long the parent keeps this process stopped in between): a timed
+            # request then starts microseconds after it is sent instead of after a wake-up
+            for _ in range(SPIN_POLLS):
+                if select.select([self.sock], [], [], 0)[0]:
+                    break
             try:
                 req = protocol.recv(self.sock)
             except protocol.ProtocolError:
