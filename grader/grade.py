@@ -19,6 +19,7 @@ from grader import scoring
 from grader.calibration import Calibration
 from grader.cases import Case, Profile, case_strategy, combine_seed, edge_cases, hidden_counts, parse_token
 from grader.device import Ceilings, ClockState, DeviceInfo, clock_state
+from grader.compare import index_overflow_hint
 from grader.instance import Instance, load_oracle
 from grader.sandbox.buffers import Backend
 from grader.sandbox.supervisor import KIND_TEXT, Worker, WorkerConfig, times_continued
@@ -244,7 +245,9 @@ class Grader:
             out = self.worker.request({"op": "run", "args": inst.descriptors()}, self.spec.limits.case_s,
                                       "[limits] case_s")
             if not out.ok:
-                return CaseResult(status=out.kind, message=f"{KIND_TEXT[out.kind]}: {out.message}",
+                hint = index_overflow_hint(None, inst.large_arrays())  # a crash at 2^31+ elements
+                return CaseResult(status=out.kind, message=f"{KIND_TEXT[out.kind]}: {out.message}"
+                                  + (f" ({hint})" if hint else ""),
                                   details=tuple(x for x in (out.detail,) if x), seconds=out.wall_s, **base)
             message, details = inst.check()
             return CaseResult(status="fail" if message else "pass", message=message, details=tuple(details),
