@@ -132,6 +132,7 @@ class GradeOptions:
     benchmark: bool = True
     policy: StopPolicy = field(default_factory=StopPolicy)
     sets: int = 3
+    accept_implausible: bool = False   # instructor: keep performance points of a flagged result
 
 
 class Progress:
@@ -508,6 +509,7 @@ def grade(spec: Spec, submission: Path, options: GradeOptions, backend: Backend,
             if performance_block:
                 sc = replace(sc, performance=0.0, note=performance_block)
         flags = scoring.review_flags(perf, thresholds)
+        sc = scoring.withhold(sc, flags, options.accept_implausible)
         if g.budget_spent:
             flags.append(f"correctness stopped after {len(cases)} cases: {CASE_BUDGET_SHARE:.0%} of the exercise's "
                          f"time limit ([limits] total_s = {spec.limits.total_s:g} s) was spent")
