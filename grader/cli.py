@@ -186,7 +186,7 @@ def _emit_error(fmt: str, output: str | None, json_out: str | None, exercise: st
 @click.option("--case-limit", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Seconds for one call of solve (default: the spec's [limits] case_s).")
 @click.option("--sanitize", is_flag=True, help="Re-run the smallest failing case (or --case TOKEN; without a "
-              "failure, the first edge case) under NVIDIA compute-sanitizer with memcheck, racecheck, initcheck and "
+              "failure, the largest edge case within a size cap) under NVIDIA compute-sanitizer with memcheck, racecheck, initcheck and "
               "synccheck, kernel.cu compiled with -lineinfo, and report each tool's first errors as kernel.cu:LINE. "
               "Exit 1 when a tool reports an error. Needs compute-sanitizer (CUDA toolkit) and a GPU.")
 @click.option("--sanitize-tools", "sanitize_tools", default=None, metavar="TOOL,...",
