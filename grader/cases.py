@@ -168,10 +168,11 @@ def case_strategy(spec: Spec, profile: Profile) -> st.SearchStrategy[Case]:
 def edge_cases(spec: Spec, profile: Profile, seed: int) -> list[Case]:
     """The spec's edge cases (hidden ones only when the profile runs them), each paired with the
     distributions (and unpinned type variables) in turn, so every distribution meets several
-    shapes; seeds derive from ``seed``."""
+    shapes, unless the edge case pins them (``values = { x = 2 }``); seeds derive from ``seed``."""
     out = []
     for i, e in enumerate(c for c in spec.edge_cases if profile.hidden or not c.hidden):
-        dists = tuple((n, i % len(spec.values[n])) for n in spec.drawn)
+        pins = dict(e.values)
+        dists = tuple((n, pins.get(n, i % len(spec.values[n]))) for n in spec.drawn)
         pinned = dict(e.types)
         types = tuple((n, pinned.get(n, choices[i % len(choices)])) for n, choices in spec.types.items())
         out.append(Case(e.dims, dists, (seed * 7919 + i) % (MAX_SEED + 1), "edge", types))
@@ -215,7 +216,15 @@ def make_inputs(spec: Spec, case: Case, xp: Any) -> dict[str, Any]:
 
 def draw_values(xp: Any, rs: Any, kind: str, p: Mapping[str, float], shape: tuple[int, ...], dtype: str) -> Any:
     """Values of one distribution (see ``spec.DISTRIBUTIONS``), cast to ``dtype`` (bfloat16 as its
-    bits, see ``grader.dtypes``)."""
+    bits, see ``grader.dtypes``).
+
+    ``skewed`` without ``value`` draws the hot value per call from [low, high) without 0;
+    ``masked`` is normal(mean, std) with each element replaced by ``value`` (which may be +-inf)
+    with probability ``fraction``; ``cauchy`` is clipped to the dtype's largest finite value;
+    ``row_constant`` repeats one normal(mean, std) value along the last axis of each row.
+    """
+    import numpy as np
+
     if kind == "normal":
         a = rs.normal(p["mean"], p["std"], size=shape)
     elif kind == "uniform":
@@ -223,8 +232,26 @@ def draw_values(xp: Any, rs: Any, kind: str, p: Mapping[str, float], shape: tupl
     elif kind in ("integers", "skewed"):
         a = rs.randint(int(p["low"]), int(p["high"]), size=shape, dtype=xp.int64)
         if kind == "skewed":
+            value = int(p["value"]) if "value" in p else hot_value(rs, int(p["low"]), int(p["high"]))
             mask = rs.random_sample(size=shape) < p["fraction"]
-            a = xp.where(mask, int(p["value"]), a)
+            a = xp.where(mask, value, a)
+    elif kind == "masked":
+        a = rs.normal(p["mean"], p["std"], size=shape)
+        mask = rs.random_sample(size=shape) < p["fraction"]
+        a = xp.where(mask, p["value"], a)
+    elif kind == "cauchy":
+        big = float(np.finfo("float32" if dtype == "bfloat16" else dtype).max)
+        a = xp.clip(p["loc"] + p["scale"] * rs.standard_cauchy(size=shape), -big, big)
+    elif kind == "row_constant":
+        lead = tuple(shape[:-1]) + (1,) if shape else ()
+        a = xp.broadcast_to(rs.normal(p["mean"], p["std"], size=lead), shape)
     else:  # pragma: no cover - spec validation rejects unknown kinds
         raise ValueError(kind)
     return encode(xp, a, dtype)
+
+
+def hot_value(rs: Any, low: int, high: int) -> int:
+    """A value drawn uniformly from [low, high) without 0 (so a fraction of 1 is never all zero)."""
+    count = high - low - (1 if low <= 0 < high else 0)
+    v = low + int(rs.randint(0, max(count, 1)))
+    return v + 1 if low <= 0 <= v else v

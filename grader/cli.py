@@ -174,6 +174,9 @@ def _emit_error(fmt: str, output: str | None, json_out: str | None, exercise: st
               "print registers/shared memory/spills per kernel.")
 @click.option("--arch", default=None, help="Arch for --compile-only (default: this GPU's, else sm_90).")
 @click.option("--fail-under", type=float, default=None, help="Exit 1 when the score is below this many points.")
+@click.option("--accept-implausible", is_flag=True, help="Instructors, after review: keep the performance points "
+              "of a result flagged as physically implausible (above the measured ceiling or far faster than the "
+              "reference); without it they are withheld.")
 @click.option("--reference/--no-reference", default=True, show_default=True,
               help="Time the reference solution side by side when solutions/<exercise> exists.")
 @click.option("--reference-times", type=click.Path(dir_okay=False, exists=True),
@@ -183,7 +186,7 @@ def _emit_error(fmt: str, output: str | None, json_out: str | None, exercise: st
 @click.option("--case-limit", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Seconds for one call of solve (default: the spec's [limits] case_s).")
 @click.option("--sanitize", is_flag=True, help="Re-run the smallest failing case (or --case TOKEN; without a "
-              "failure, the first edge case) under NVIDIA compute-sanitizer with memcheck, racecheck, initcheck and "
+              "failure, the largest edge case within a size cap) under NVIDIA compute-sanitizer with memcheck, racecheck, initcheck and "
               "synccheck, kernel.cu compiled with -lineinfo, and report each tool's first errors as kernel.cu:LINE. "
               "Exit 1 when a tool reports an error. Needs compute-sanitizer (CUDA toolkit) and a GPU.")
 @click.option("--sanitize-tools", "sanitize_tools", default=None, metavar="TOOL,...",
@@ -194,9 +197,9 @@ def _emit_error(fmt: str, output: str | None, json_out: str | None, exercise: st
               help="host runs numpy submissions on the CPU (for the grader's own tests).")
 def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None, json_out: str | None, mode: str,
             seed: int, case_token: str | None, no_timing: bool, compile_only: bool, arch: str | None,
-            fail_under: float | None, reference: bool, reference_times: str | None, time_limit: float | None,
-            case_limit: float | None, sanitize: bool, sanitize_tools: str | None, root: str | None,
-            backend: str) -> None:
+            fail_under: float | None, accept_implausible: bool, reference: bool, reference_times: str | None,
+            time_limit: float | None, case_limit: float | None, sanitize: bool, sanitize_tools: str | None,
+            root: str | None, backend: str) -> None:
     """Grade one exercise: EXERCISE is 7, ex07 or ex07_softmax."""
     from grader.spec import SpecError, load_spec
 
@@ -265,7 +268,8 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
         ref_dir = ex.solution if reference and (ex.solution / "solution.py").is_file() else None
         secret = os.environ.get(SECRET_ENV) if mode == "grading" else None
         options = GradeOptions(profile=PROFILES[mode], seed=seed, secret=secret, backend=be.name,
-                               case_token=case_token, reference=ref_dir, benchmark=not no_timing and not tools)
+                               case_token=case_token, reference=ref_dir, benchmark=not no_timing and not tools,
+                               accept_implausible=accept_implausible)
         result = grade(spec, sub, options, be, info, ceilings, calibration, progress)
     except GradeTimeout:
         progress.done()
@@ -323,8 +327,10 @@ def _sanitize_options(tools: str | None, compile_only: bool, backend: str, fmt: 
 def sanitize_case(spec, result, mode: str, seed: int, secret: str | None,
                   case_token: str | None) -> tuple[str | None, str]:  # type: ignore[no-untyped-def]
     """(token, why it was chosen) of the case to sanitize: --case, else the smallest failing case,
-    else the first edge case; (None, why) when there is none."""
+    else the largest edge case under the sanitizer's size cap (see grader.sanitize.pick_edge_case);
+    (None, why) when there is none."""
     from grader.cases import PROFILES, combine_seed, edge_cases
+    from grader.sanitize import pick_edge_case
     if case_token:
         return case_token, "the case given with --case"
     small = result.smallest_failure
@@ -332,7 +338,7 @@ def sanitize_case(spec, result, mode: str, seed: int, secret: str | None,
         return small.token, f"the smallest failing case ({small.description}: {small.status})"
     edges = edge_cases(spec, PROFILES[mode], combine_seed(seed, secret))
     if edges:
-        return edges[0].token, f"no case failed, so the first edge case ({edges[0].describe(spec)})"
+        return pick_edge_case(spec, edges)
     return None, "no case failed and the spec has no edge cases; pass --case TOKEN"
 
 

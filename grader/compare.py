@@ -7,8 +7,14 @@ when ``||out - ref||_F <= normwise * ||ref||_F`` and every element is finite whe
 (Higham, "Accuracy and Stability of Numerical Algorithms", 2nd ed., sec. 3.5 and 6: matrix-product
 error bounds are natural norm-wise). Works with numpy or cupy arrays (``xp``).
 
+``atol`` may be one number or an array of the output's shape (a componentwise bound such as
+``K * eps * |A| |B|``, see ``magnitude`` in docs/spec-format.md). Large outputs are compared in
+chunks of :data:`CHUNK` elements, so the float64 temporaries stay small even for 2^31 elements.
+
 Outputs are poisoned before every call with :func:`poison_value` (a NaN with a payload for floats),
-so elements that were never written are counted separately from wrong ones.
+so elements that were never written are counted separately from wrong ones. When the wrong
+elements all lie at flat index >= 2^31, or an array of the case has more than 2^31 - 1
+elements, the mismatch carries an "index overflow?" hint (32-bit index arithmetic).
 """
 from __future__ import annotations
 
@@ -20,6 +26,9 @@ import numpy as np
 
 from grader.expr import Expr
 from grader.spec import Tolerance, machine_epsilon
+
+CHUNK = 2**25            # elements compared at once (float64 temporaries of 256 MiB)
+INDEX_LIMIT = 2**31      # the first flat index a signed 32-bit int cannot hold
 
 # Bit patterns written into outputs before each call. Float ones are quiet NaNs with a payload.
 POISON_BITS = {
@@ -39,7 +48,9 @@ def poison_value(dtype: str) -> tuple[Any, int]:
 
 @dataclass(frozen=True)
 class Mismatch:
-    """How one output differs from the oracle. Indices are C-order multi-indices."""
+    """How one output differs from the oracle. Indices are C-order multi-indices; ``atol`` is the
+    absolute tolerance at the first wrong element (``atol_varies``: it differs per element);
+    ``hint`` a likely cause (e.g. "index overflow?")."""
     output: str
     n_total: int
     n_bad: int
@@ -55,14 +66,22 @@ class Mismatch:
     rtol: float
     normwise_err: float | None = None     # ||out - ref||_F / ||ref||_F, when a norm-wise bound applies
     normwise_bound: float | None = None
+    atol_varies: bool = False
+    hint: str | None = None
+
+    @property
+    def normwise_failed(self) -> bool:
+        return self.normwise_bound is not None and not (self.normwise_err or 0.0) <= self.normwise_bound
 
     def summary(self) -> str:
         """One or two lines for the report."""
         idx = ", ".join(map(str, self.first_bad_index))
-        if self.normwise_bound is not None:
+        if self.normwise_failed:
             parts = [f"{self.output}: norm-wise relative error {self.normwise_err:.3g} "
                      f"(allowed {self.normwise_bound:.3g}); {self.n_bad} of {self.n_total} elements off by more "
                      f"than the allowed RMS error"]
+        elif self.atol_varies:
+            parts = [f"{self.output}: {self.n_bad} of {self.n_total} elements outside the componentwise bound"]
         else:
             parts = [f"{self.output}: {self.n_bad} of {self.n_total} elements wrong"]
         if self.n_unwritten:
@@ -73,19 +92,37 @@ class Mismatch:
         text += f"; first at [{idx}]: got {self.first_bad_got:.7g}, expected {self.first_bad_expected:.7g}"
         if math.isfinite(self.max_abs_err):
             text += f"; max abs err {self.max_abs_err:.3g}, max rel err {self.max_rel_err:.3g}"
-        if self.normwise_bound is None:
-            text += f" (atol {self.atol:.3g}, rtol {self.rtol:.3g})"
+        if not self.normwise_failed:
+            text += (f" (atol there {self.atol:.3g}, rtol {self.rtol:.3g})" if self.atol_varies
+                     else f" (atol {self.atol:.3g}, rtol {self.rtol:.3g})")
         if self.pattern:
             text += f"; pattern: {self.pattern}"
+        if self.hint:
+            text += f"; {self.hint}"
         return text
 
 
-def resolve_atol(tol: Tolerance, dtype: str, dims: Mapping[str, int], inputs: Mapping[str, Any], xp: Any) -> float:
-    """The absolute tolerance at these dims and inputs (``atol`` may be an expression)."""
+def resolve_atol(tol: Tolerance, dtype: str, dims: Mapping[str, int], inputs: Mapping[str, Any], xp: Any,
+                 magnitude: Any = None) -> Any:
+    """The absolute tolerance at these dims and inputs (``atol`` may be an expression): a float, or
+    an array of the output's shape when the expression uses ``magnitude`` (given here)."""
     if not isinstance(tol.atol, Expr):
         return float(tol.atol)
     env = {**dims, **inputs, "eps": machine_epsilon(dtype)}
-    return float(tol.atol.evaluate(env, {"abs_sum": lambda a: float(xp.abs(a.astype(xp.float64)).sum())}))
+    if "magnitude" in tol.atol.names:
+        if magnitude is None:
+            raise ValueError(f"atol {tol.atol.source!r} uses magnitude, but reference.py returned none; "
+                             "fix: define magnitude(xp, *args) in reference.py")
+        env["magnitude"] = magnitude
+    value = tol.atol.evaluate(env, {"abs_sum": lambda a: float(xp.abs(a.astype(xp.float64)).sum())})
+    return value if hasattr(value, "shape") and getattr(value, "ndim", 0) else float(value)
+
+
+def resolve_rtol(tol: Tolerance, dtype: str, dims: Mapping[str, int]) -> float:
+    """The relative tolerance at these dims (``rtol`` may be an expression of the dims and ``eps``)."""
+    if not isinstance(tol.rtol, Expr):
+        return float(tol.rtol)
+    return float(tol.rtol.evaluate({**dims, "eps": machine_epsilon(dtype)}))
 
 
 def resolve_normwise(tol: Tolerance, dtype: str, dims: Mapping[str, int]) -> float | None:
@@ -95,86 +132,144 @@ def resolve_normwise(tol: Tolerance, dtype: str, dims: Mapping[str, int]) -> flo
     return float(tol.normwise.evaluate({**dims, "eps": machine_epsilon(dtype)}))
 
 
-def compare(name: str, out: Any, ref: Any, tol: Tolerance, atol: float, equal_nan: bool, xp: Any,
-            axis_names: Sequence[str] = (), normwise: float | None = None) -> Mismatch | None:
+def compare(name: str, out: Any, ref: Any, tol: Tolerance, atol: Any, equal_nan: bool, xp: Any,
+            axis_names: Sequence[str] = (), normwise: float | None = None, rtol: float | None = None,
+            large: Sequence[tuple[str, int]] = ()) -> Mismatch | None:
     """None when ``out`` matches ``ref`` within tolerance, else a :class:`Mismatch`.
 
     Args:
         out: the submission's output (any dtype, same shape as ``ref``).
         ref: the oracle's output, float64 (or an integer dtype for exact outputs).
-        atol: resolved absolute tolerance (see :func:`resolve_atol`).
+        atol: resolved absolute tolerance (see :func:`resolve_atol`): a float or an array of
+            ``out``'s shape.
         axis_names: names for the axes in the pattern description (the spec's shape symbols).
         normwise: resolved norm-wise bound (see :func:`resolve_normwise`), or None.
+        rtol: resolved relative tolerance (default: ``tol.rtol``, which must then be a number).
+        large: (name, elements) of the case's arrays with more than 2^31 - 1 elements, for the
+            "index overflow?" hint.
     """
+    if rtol is None:
+        rtol = float(tol.rtol)  # type: ignore[arg-type]
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        return _compare(name, out, ref, tol, atol, equal_nan, xp, axis_names, normwise)
+        return _compare(name, out, ref, tol, atol, equal_nan, xp, axis_names, normwise, rtol, large)
 
 
-def _compare(name: str, out: Any, ref: Any, tol: Tolerance, atol: float, equal_nan: bool, xp: Any,
-             axis_names: Sequence[str], normwise: float | None = None) -> Mismatch | None:
+def _chunks(size: int) -> range:
+    return range(0, max(size, 1), CHUNK)
+
+
+def _compare(name: str, out: Any, ref: Any, tol: Tolerance, atol: Any, equal_nan: bool, xp: Any,
+             axis_names: Sequence[str], normwise: float | None, rtol: float,
+             large: Sequence[tuple[str, int]]) -> Mismatch | None:
     if out.shape != ref.shape:
         raise ValueError(f"{name}: shape {out.shape} differs from the oracle's {ref.shape}")
     dtype = str(out.dtype)
     exact = not dtype.startswith("float")
-    if exact:
-        ok = out.astype(xp.int64) == ref.astype(xp.int64) if ref.dtype.kind in "iu" else out.astype(xp.float64) == ref
-        got64 = out.astype(xp.float64)
-        ref64 = ref.astype(xp.float64)
-    else:
-        got64 = out.astype(xp.float64)
-        ref64 = ref.astype(xp.float64)
-        diff = xp.abs(got64 - ref64)
-        # An infinite oracle value is matched only by the same infinity (inf <= inf would pass anything).
-        if tol.elementwise:
-            ok = (xp.isfinite(ref64) & (diff <= atol + tol.rtol * xp.abs(ref64))) | (got64 == ref64)
-        else:
-            ok = xp.isfinite(got64) | (got64 == ref64)
-        if equal_nan:
-            ok |= xp.isnan(got64) & xp.isnan(ref64)
+    size = int(out.size)
+    flat_out, flat_ref = out.reshape(-1), ref.reshape(-1)
+    atol_arr = atol.reshape(-1) if hasattr(atol, "shape") else None
+    if atol_arr is not None and atol_arr.size != size:
+        raise ValueError(f"{name}: atol has {atol_arr.size} elements, the output {size}")
     view, bits = poison_value(dtype)
-    unwritten = out.view(view) == view(bits)
-    if not exact:
-        ok &= ~unwritten  # the float poison is a NaN: never let equal_nan accept an unwritten element
+    bad = xp.empty(size, dtype=bool)
+    n_unwritten = 0
+    ref_sq = err_sq = 0.0
+    nonfinite = False
+    for lo in _chunks(size):
+        hi = min(size, lo + CHUNK)
+        o, r = flat_out[lo:hi], flat_ref[lo:hi]
+        unwritten = o.view(view) == view(bits)
+        n_unwritten += int(unwritten.sum())
+        if exact:
+            ok = o.astype(xp.int64) == r.astype(xp.int64) if r.dtype.kind in "iu" else o.astype(xp.float64) == r
+        else:
+            got64, ref64 = o.astype(xp.float64), r.astype(xp.float64, copy=False)
+            diff = xp.abs(got64 - ref64)
+            # An infinite oracle value is matched only by the same infinity (inf <= inf would pass anything).
+            if tol.elementwise:
+                a = atol if atol_arr is None else atol_arr[lo:hi]
+                ok = (xp.isfinite(ref64) & (diff <= a + rtol * xp.abs(ref64))) | (got64 == ref64)
+            else:
+                ok = xp.isfinite(got64) | (got64 == ref64)
+            if equal_nan:
+                ok |= xp.isnan(got64) & xp.isnan(ref64)
+            ok &= ~unwritten  # the float poison is a NaN: never let equal_nan accept an unwritten element
+            if normwise is not None:
+                finite = xp.isfinite(ref64)
+                ref_sq += float(xp.sum(xp.where(finite, ref64, 0.0) ** 2))
+                err_sq += float(xp.sum(xp.where(finite, diff, 0.0) ** 2))
+                nonfinite = nonfinite or bool((unwritten | ~(xp.isfinite(got64) | (got64 == ref64))).any())
+        bad[lo:hi] = ~ok
     norm_err = None
     if normwise is not None and not exact:
-        finite = xp.isfinite(ref64)
-        ref_norm = float(xp.sqrt(xp.sum(xp.where(finite, ref64, 0.0) ** 2)))
-        err_norm = float(xp.sqrt(xp.sum(xp.where(finite, diff, 0.0) ** 2)))
+        ref_norm, err_norm = math.sqrt(ref_sq), math.sqrt(err_sq)
         norm_err = err_norm / ref_norm if ref_norm > 0 else (0.0 if err_norm == 0 else math.inf)
-        if bool((unwritten | ~(xp.isfinite(got64) | (got64 == ref64))).any()):
+        if nonfinite:
             norm_err = math.inf  # NaN, inf or unwritten elements never pass
         if not norm_err <= normwise:
             # elements "off": beyond the RMS error the bound allows per element
-            rms_allowed = normwise * ref_norm / math.sqrt(max(int(out.size), 1))
-            ok &= ~(diff > rms_allowed)
-            if bool(ok.all()):  # the error is spread thinly: report every element that differs
-                ok &= ~(diff > 0)
-    bad = ~ok
+            rms_allowed = normwise * ref_norm / math.sqrt(max(size, 1))
+            for cut in (rms_allowed, 0.0):  # if the error is spread thinly: every element that differs
+                for lo in _chunks(size):
+                    hi = min(size, lo + CHUNK)
+                    d = xp.abs(flat_out[lo:hi].astype(xp.float64) - flat_ref[lo:hi].astype(xp.float64))
+                    bad[lo:hi] |= d > cut
+                if bool(bad.any()):
+                    break
     n_bad = int(bad.sum())
     if n_bad == 0 and (norm_err is None or norm_err <= normwise):
         return None
-    n_unwritten = int(unwritten.sum())
-    n_nan = 0 if exact else int((xp.isnan(got64) & ~unwritten & bad).sum())
-    diff_all = xp.abs(got64 - ref64)
-    finite = xp.isfinite(diff_all) & bad
-    max_abs = float(diff_all[finite].max()) if bool(finite.any()) else float("inf")
-    rel = diff_all / xp.maximum(xp.abs(ref64), np.finfo(np.float64).tiny)
-    max_rel = float(rel[finite].max()) if bool(finite.any()) else float("inf")
-    flat_first = int(xp.argmax(bad.ravel()))
+    n_nan = 0
+    max_abs, max_rel = -1.0, -1.0
+    for lo in _chunks(size):
+        hi = min(size, lo + CHUNK)
+        b = bad[lo:hi]
+        got64, ref64 = flat_out[lo:hi].astype(xp.float64), flat_ref[lo:hi].astype(xp.float64)
+        if not exact:
+            unwritten = flat_out[lo:hi].view(view) == view(bits)
+            n_nan += int((xp.isnan(got64) & ~unwritten & b).sum())
+        d = xp.abs(got64 - ref64)
+        finite = xp.isfinite(d) & b
+        if bool(finite.any()):
+            max_abs = max(max_abs, float(d[finite].max()))
+            rel = d / xp.maximum(xp.abs(ref64), np.finfo(np.float64).tiny)
+            max_rel = max(max_rel, float(rel[finite].max()))
+    max_abs = max_abs if max_abs >= 0 else float("inf")
+    max_rel = max_rel if max_rel >= 0 else float("inf")
+    flat_first = int(xp.argmax(bad)) if n_bad else 0
     first = tuple(int(i) for i in np.unravel_index(flat_first, out.shape)) if out.ndim else ()
+    atol_first = float(atol_arr[flat_first]) if atol_arr is not None else float(atol)
+    bad_nd = bad.reshape(out.shape)
     return Mismatch(
-        output=name, n_total=int(out.size), n_bad=n_bad, n_unwritten=n_unwritten, n_nan=n_nan,
+        output=name, n_total=size, n_bad=n_bad, n_unwritten=n_unwritten, n_nan=n_nan,
         max_abs_err=max_abs, max_rel_err=max_rel, first_bad_index=first,
-        first_bad_got=float(got64.ravel()[flat_first]), first_bad_expected=float(ref64.ravel()[flat_first]),
-        pattern=describe_pattern(bad, xp, axis_names), atol=atol, rtol=tol.rtol,
-        normwise_err=norm_err, normwise_bound=normwise)
+        first_bad_got=float(flat_out[flat_first].astype(xp.float64)),
+        first_bad_expected=float(flat_ref[flat_first].astype(xp.float64)),
+        pattern=describe_pattern(bad_nd, xp, axis_names), atol=atol_first, rtol=rtol,
+        normwise_err=norm_err, normwise_bound=normwise, atol_varies=atol_arr is not None,
+        hint=index_overflow_hint(flat_first if n_bad else None, large))
+
+
+def index_overflow_hint(first_bad: int | None, large: Sequence[tuple[str, int]] = ()) -> str | None:
+    """"index overflow? ..." when the first wrong element lies at flat index >= 2^31 (what a signed
+    32-bit index cannot reach) or the case has an array with more than 2^31 - 1 elements."""
+    if first_bad is not None and first_bad >= INDEX_LIMIT:
+        return (f"index overflow? every wrong element lies at flat index >= {INDEX_LIMIT} (2^31), which a "
+                f"32-bit int cannot hold: compute indices in 64 bits (long long / size_t)")
+    if large:
+        names = ", ".join(f"{n} ({e} elements)" for n, e in large)
+        return (f"index overflow? {names} exceed{'s' if len(large) == 1 else ''} 2^31 - 1 elements, more than "
+                f"a 32-bit int indexes: compute indices in 64 bits (long long / size_t)")
+    return None
 
 
 def describe_pattern(bad: Any, xp: Any, axis_names: Sequence[str] = ()) -> str | None:
     """A short description of which elements are wrong when they follow a simple rule:
     all of them; every element with an index at/above or below a bound along one axis;
-    a contiguous range of flat indices; every element with flat index % m == r (m a power of 2)."""
-    n_bad, size = int(bad.sum()), int(bad.size)
+    a contiguous range of flat indices; every element with flat index % m == r (m a power of 2).
+    Uses reductions and slices only (no index arrays), so it works on 2^31-element masks."""
+    size = int(bad.size)
+    n_bad = int(bad.sum())
     if n_bad == size:
         return "every element"
     if n_bad == 0:
@@ -184,27 +279,34 @@ def describe_pattern(bad: Any, xp: Any, axis_names: Sequence[str] = ()) -> str |
     for axis, extent in enumerate(shape):
         if extent < 2:
             continue
-        idx = xp.arange(extent).reshape([-1 if i == axis else 1 for i in range(len(shape))])
-        idx = xp.broadcast_to(idx, shape)
-        lo, hi = int(idx[bad].min()), int(idx[bad].max())
-        if bool(xp.all(bad == (idx >= lo))):
+        others = tuple(i for i in range(len(shape)) if i != axis)
+        along = bad.any(axis=others) if others else bad       # 1-D: is any element bad at index i
+        full = bad.all(axis=others) if others else bad
+        lo = int(xp.argmax(along))
+        hi = extent - 1 - int(xp.argmax(along[::-1]))
+        # the bad set is exactly the slab lo..hi along this axis
+        if int(full[lo:hi + 1].sum()) != hi - lo + 1 or n_bad != (hi - lo + 1) * (size // extent):
+            continue
+        if hi == extent - 1:
             return f"every element with {names[axis]} >= {lo}"
-        if bool(xp.all(bad == (idx <= hi))):
+        if lo == 0:
             return f"every element with {names[axis]} <= {hi}"
-        if bool(xp.all(bad == ((idx >= lo) & (idx <= hi)))):
-            return f"every element with {lo} <= {names[axis]} <= {hi}"
-    flat = bad.ravel()
-    pos = xp.nonzero(flat)[0]
-    lo, hi = int(pos[0]), int(pos[-1])
+        return f"every element with {lo} <= {names[axis]} <= {hi}"
+    flat = bad.reshape(-1)
+    lo = int(xp.argmax(flat))
+    hi = size - 1 - int(xp.argmax(flat[::-1]))
     if hi - lo + 1 == n_bad:
         return f"the {n_bad} elements with flat index {lo}..{hi}"
-    iota = xp.arange(size)
     m = 2
     while m <= 1024 and m < size:
         r = lo % m
-        if bool(xp.all(flat == (iota % m == r))):
+        expected = (size - r + m - 1) // m      # elements with flat index % m == r
+        whole = size // m * m
+        if n_bad == expected and bool(flat[:whole].reshape(-1, m)[:, r].all()) \
+                and (whole + r >= size or bool(flat[whole + r])):
             return f"every element with flat index % {m} == {r}"
         m *= 2
     if n_bad <= 8:
+        pos = xp.nonzero(flat)[0]
         return "only flat indices " + ", ".join(str(int(p)) for p in pos.tolist())
     return None

@@ -19,6 +19,7 @@ import numpy as np
 from grader import scoring
 from grader.calibration import Calibration
 from grader.cases import Case, Profile, case_strategy, combine_seed, edge_cases, hidden_counts, parse_token
+from grader.compare import index_overflow_hint
 from grader.device import Ceilings, ClockSampler, ClockState, DeviceInfo
 from grader.instance import Instance, load_oracle
 from grader.sandbox.buffers import Arena, Backend
@@ -142,6 +143,7 @@ class GradeOptions:
     benchmark: bool = True
     policy: StopPolicy = field(default_factory=StopPolicy)
     sets: int | None = None   # input sets per benchmark shape; None: chosen per shape (Grader.sets_for)
+    accept_implausible: bool = False   # instructor: keep performance points of a flagged result
 
 
 class Progress:
@@ -255,7 +257,9 @@ class Grader:
             out = self.worker.request({"op": "run", "args": inst.descriptors()}, self.spec.limits.case_s,
                                       "[limits] case_s")
             if not out.ok:
-                return CaseResult(status=out.kind, message=f"{KIND_TEXT[out.kind]}: {out.message}",
+                hint = index_overflow_hint(None, inst.large_arrays())  # a crash at 2^31+ elements
+                return CaseResult(status=out.kind, message=f"{KIND_TEXT[out.kind]}: {out.message}"
+                                  + (f" ({hint})" if hint else ""),
                                   details=tuple(x for x in (out.detail,) if x), seconds=out.wall_s, **base)
             message, details = inst.check()
             return CaseResult(status="fail" if message else "pass", message=message, details=tuple(details),
@@ -559,6 +563,7 @@ def grade(spec: Spec, submission: Path, options: GradeOptions, backend: Backend,
             if performance_block:
                 sc = replace(sc, performance=0.0, note=performance_block)
         flags = scoring.review_flags(perf, thresholds)
+        sc = scoring.withhold(sc, flags, options.accept_implausible)
         if g.budget_spent:
             flags.append(f"correctness stopped after {len(cases)} cases: {CASE_BUDGET_SHARE:.0%} of the exercise's "
                          f"time limit ([limits] total_s = {spec.limits.total_s:g} s) was spent")

@@ -9,14 +9,16 @@ import importlib.util
 from typing import Any, Callable, Mapping
 
 from grader.cases import Case, make_inputs
-from grader.compare import compare, poison_value, resolve_atol, resolve_normwise
+from grader.compare import INDEX_LIMIT, compare, poison_value, resolve_atol, resolve_normwise, resolve_rtol
 from grader.dtypes import decode, storage_dtype
 from grader.sandbox.buffers import Arena, Backend, GuardedArray, guarded_size
 from grader.spec import ScalarSpec, Spec
 
 
 def load_oracle(spec: Spec) -> Callable[..., Any]:
-    """The exercise's ``reference(xp, *args)`` from ``reference.py``.
+    """The exercise's ``reference(xp, *args)`` from ``reference.py``; its ``magnitude(xp, *args)``
+    (per output, the scale of each element's rounding error, for tolerances that use
+    ``magnitude``), when defined, is attached as the attribute ``magnitude`` (else None).
 
     Raises:
         FileNotFoundError / AttributeError: one line naming the file and the fix.
@@ -30,7 +32,42 @@ def load_oracle(spec: Spec) -> Callable[..., Any]:
     fn = getattr(module, "reference", None)
     if not callable(fn):
         raise AttributeError(f"{path}: defines no reference(xp, *args); fix: add it")
+    magnitude = getattr(module, "magnitude", None)
+    if magnitude is None and any(t.uses_magnitude for t in spec.tolerances.values()):
+        raise AttributeError(f"{path}: the spec's atol uses magnitude, but reference.py defines no "
+                             f"magnitude(xp, *args); fix: add it (one array per output)")
+    fn.magnitude = magnitude  # type: ignore[attr-defined]
     return fn
+
+
+def oracle_args(spec: Spec, values: Mapping[str, Any], xp: Any, types: Mapping[str, str] | None = None) -> list[Any]:
+    """solve's arguments as the oracle takes them (see :func:`run_oracle`)."""
+    args = []
+    for n in spec.arg_order:
+        if n not in values:
+            continue
+        arg = spec.argument(n)
+        if isinstance(arg, ScalarSpec):
+            args.append(values[n].item())
+        else:
+            args.append(decode(xp, values[n], arg.concrete_dtype(types or {})))
+    return args
+
+
+def run_magnitude(oracle: Callable[..., Any], spec: Spec, values: Mapping[str, Any], xp: Any,
+                  dims: Mapping[str, int], types: Mapping[str, str] | None = None) -> list[Any]:
+    """Per output, ``reference.magnitude(xp, *args)`` as a C-contiguous float64 array of the
+    output's shape at ``dims`` (None for every output when reference.py defines no magnitude)."""
+    fn = getattr(oracle, "magnitude", None)
+    if fn is None:
+        return [None] * len(spec.outputs)
+    out = fn(xp, *oracle_args(spec, values, xp, types))
+    outs = list(out) if isinstance(out, (tuple, list)) else [out]
+    if len(outs) != len(spec.outputs):
+        raise ValueError(f"{spec.directory / 'reference.py'}: magnitude returned {len(outs)} arrays, the spec "
+                         f"declares {len(spec.outputs)} outputs; fix: return one array per output")
+    return [xp.ascontiguousarray(xp.broadcast_to(xp.asarray(m, dtype=xp.float64), t.concrete_shape(dims)))
+            for m, t in zip(outs, spec.outputs)]
 
 
 def run_oracle(oracle: Callable[..., Any], spec: Spec, values: Mapping[str, Any], xp: Any,
@@ -42,16 +79,7 @@ def run_oracle(oracle: Callable[..., Any], spec: Spec, values: Mapping[str, Any]
     Raises:
         ValueError: the oracle returned the wrong number of outputs.
     """
-    args = []
-    for n in spec.arg_order:
-        if n not in values:
-            continue
-        arg = spec.argument(n)
-        if isinstance(arg, ScalarSpec):
-            args.append(values[n].item())
-        else:
-            args.append(decode(xp, values[n], arg.concrete_dtype(types or {})))
-    out = oracle(xp, *args)
+    out = oracle(xp, *oracle_args(spec, values, xp, types))
     outs = list(out) if isinstance(out, (tuple, list)) else [out]
     if len(outs) != len(spec.outputs):
         raise ValueError(f"{spec.directory / 'reference.py'}: returned {len(outs)} outputs, the spec declares "
@@ -70,6 +98,7 @@ class Instance:
         self._allocate(None)
         self.values: dict[str, Any] = {}
         self.expected: list[Any] = []
+        self.magnitudes: list[Any] = []
         self.refresh(case)
 
     def _layout(self) -> list[tuple[str, tuple[int, ...], str, int]]:
@@ -107,6 +136,9 @@ class Instance:
         the inputs into the current buffers."""
         self.values = make_inputs(self.spec, case, self.xp)
         self.expected = run_oracle(self.oracle, self.spec, self.values, self.xp, self.types)
+        needed = any(self.spec.tolerances[t.concrete_dtype(self.types)].uses_magnitude for t in self.spec.outputs)
+        self.magnitudes = (run_magnitude(self.oracle, self.spec, self.values, self.xp, self.dims, self.types)
+                           if needed else [None] * len(self.spec.outputs))
         for t in self.spec.inputs:
             if t.name in self.arrays:
                 self.arrays[t.name].array[...] = self.values[t.name]
@@ -153,18 +185,23 @@ class Instance:
                 problems.append(f"modified input {t.name!r} ({changed} elements changed); inputs must stay unchanged")
         details = []
         named = {t.name: self.values[t.name] for t in spec.inputs}
-        for t, ref in zip(spec.outputs, self.expected):
+        large = self.large_arrays()
+        for t, ref, mag in zip(spec.outputs, self.expected, self.magnitudes):
             g = self.arrays[t.name]
-            tol = spec.tolerances[g.dtype]
-            atol = resolve_atol(tol, g.dtype, self.dims, named, xp)
+            tol = spec.tolerances[t.concrete_dtype(self.types)]
+            atol = resolve_atol(tol, g.dtype, self.dims, named, xp, mag)
             axes = [s if isinstance(s, str) else f"axis {i}" for i, s in enumerate(t.shape)]
             mm = compare(t.name, g.array, ref, tol, atol, spec.equal_nan, xp, axes,
-                         resolve_normwise(tol, g.dtype, self.dims))
+                         resolve_normwise(tol, g.dtype, self.dims), resolve_rtol(tol, g.dtype, self.dims), large)
             if mm is not None:
                 details.append(mm.summary())
         if details:
             problems.insert(0, f"wrong output ({details[0].split(';')[0]})")
         return "; ".join(problems), details
+
+    def large_arrays(self) -> list[tuple[str, int]]:
+        """(name, elements) of the arrays with more elements than a signed 32-bit index reaches."""
+        return large_arrays(self.spec, self.dims)
 
     def free(self) -> None:
         for g in self.arrays.values():
@@ -172,3 +209,15 @@ class Instance:
         self.arrays.clear()
         self.values.clear()
         self.expected = []
+        self.magnitudes = []
+
+
+def large_arrays(spec: Spec, dims: Mapping[str, int]) -> list[tuple[str, int]]:
+    """(name, elements) of the spec's arrays that have more than 2^31 - 1 elements at ``dims``."""
+    import math
+    out = []
+    for t in (*spec.inputs, *spec.outputs):
+        n = math.prod(t.concrete_shape(dims))
+        if n >= INDEX_LIMIT:
+            out.append((t.name, n))
+    return out

@@ -471,3 +471,27 @@ def summary_line(r: SanitizerReport) -> str:
         return f"{r.tool}: clean"
     n = max(r.error_count, len(r.findings))
     return f"{r.tool}: {n} error{'s' if n != 1 else ''}"
+
+
+# Under compute-sanitizer a kernel runs 10 to 100 times slower (racecheck most), so the edge case
+# re-run when nothing failed is the largest one within these caps: total elements over all arrays
+# and the product of the dims (the work of a GEMM). Large enough for many warps and blocks (a race
+# between warps or blocks cannot show in a 1 x 1 case), small enough to finish in seconds.
+SANITIZE_MAX_ELEMENTS = 2**24
+SANITIZE_MAX_WORK = 2**24
+
+
+def pick_edge_case(spec, edges):  # type: ignore[no-untyped-def]
+    """(token, why) of the edge case to sanitize when no case failed: the largest (by elements over
+    all arrays, then by the product of the dims) within :data:`SANITIZE_MAX_ELEMENTS` and
+    :data:`SANITIZE_MAX_WORK`, preferring cases with no dim of 1 (a 1 x n transpose is a copy);
+    the smallest edge case when none fits."""
+    from grader.spec import elements
+    fits = [c for c in edges if elements(spec, c.dim_dict) <= SANITIZE_MAX_ELEMENTS and c.size() <= SANITIZE_MAX_WORK]
+    if not fits:
+        c = min(edges, key=lambda c: (elements(spec, c.dim_dict), c.size()))
+        return c.token, (f"no case failed, and no edge case is within the sanitizer's size cap "
+                         f"(2^24 elements and dims product), so the smallest one ({c.describe(spec)})")
+    c = max(fits, key=lambda c: (1 not in c.dim_dict.values(), elements(spec, c.dim_dict), c.size()))
+    return c.token, (f"no case failed, so the largest edge case within the sanitizer's size cap (2^24 elements "
+                     f"and dims product), for many warps and blocks: {c.describe(spec)}")

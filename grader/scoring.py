@@ -11,11 +11,15 @@
   collapse the aggregate.
 - Points follow a piecewise-linear curve: zero at or below the ``*_zero`` threshold, full at or
   above ``*_full`` (the spec's ``[performance]``, overridden per arch, e.g. ``[performance.sm_90]``).
+- A result that is physically implausible (:func:`review_flags`: above the measured ceiling, faster
+  than the reference by more than ``implausible_ratio``, a 0 ms time) gets no performance points
+  until a person has reviewed it (:func:`withhold`); the instructor option ``grade EX
+  --accept-implausible`` restores them.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 from grader.spec import Thresholds
@@ -57,6 +61,7 @@ class Score:
     shapes: tuple[ShapeScore, ...]
     aggregate: float | None
     note: str = ""
+    withheld: float = 0.0     # performance points earned but withheld pending review (implausible result)
 
     @property
     def total(self) -> float:
@@ -157,3 +162,22 @@ def review_flags(shapes: Sequence[ShapePerf], thresholds: Thresholds) -> list[st
                              f"(more than {thresholds.implausible_ratio:g}x is implausible)")
                 break
     return flags
+
+
+ACCEPT_OPTION = "--accept-implausible"
+
+
+def withhold(sc: Score, flags: Sequence[str], accepted: bool = False) -> Score:
+    """``sc`` with its performance points withheld (moved to ``withheld``) when ``flags`` (from
+    :func:`review_flags`) name a physically implausible result, unless an instructor ``accepted``
+    them after review; the note says which and how to restore them."""
+    if not flags or sc.performance <= 0:
+        return sc
+    if accepted:
+        note = (f"implausible result accepted by the instructor ({ACCEPT_OPTION}): "
+                f"{sc.performance:g} performance points kept")
+        return replace(sc, note=f"{sc.note}; {note}" if sc.note else note)
+    note = (f"{sc.performance:g} performance points withheld until reviewed: {flags[0]}"
+            f"{f' (and {len(flags) - 1} more)' if len(flags) > 1 else ''}; after review an instructor restores "
+            f"them with grade EX {ACCEPT_OPTION}")
+    return replace(sc, performance=0.0, withheld=sc.performance, note=f"{sc.note}; {note}" if sc.note else note)

@@ -26,8 +26,13 @@ DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
     "uniform": ("low", "high"),
     "integers": ("low", "high"),      # high exclusive
     "skewed": ("low", "high", "value", "fraction"),  # `fraction` of elements equal `value`
+    "masked": ("mean", "std", "value", "fraction"),  # normal, with `fraction` of elements `value` (+-inf allowed)
+    "cauchy": ("loc", "scale"),       # heavy-tailed; clipped to the dtype's finite range
+    "row_constant": ("mean", "std"),  # one normal value per row (last axis), repeated along the row
     "constant": ("value",),           # scalars only
 }
+OPTIONAL_PARAMS = {"skewed": ("value",)}   # skewed without `value`: the hot value is drawn per case
+REAL_ONLY = ("masked", "cauchy", "row_constant")
 CEILINGS = ("memory", "fp32", "fp16")
 NAME_RE = re.compile(r"^ex(\d\d)_[a-z0-9_]+$")
 
@@ -94,10 +99,12 @@ class Distribution:
 @dataclass(frozen=True)
 class EdgeCase:
     """Dim values (and optionally type-variable values) that are always tested; ``hidden`` ones run
-    only in grading mode."""
+    only in grading mode. ``values`` pins the distribution index of some drawn arguments (the others
+    take the edge case's turn)."""
     dims: tuple[tuple[str, int], ...]
     hidden: bool = False
     types: tuple[tuple[str, str], ...] = ()
+    values: tuple[tuple[str, int], ...] = ()
 
     def as_dict(self) -> dict[str, int]:
         return dict(self.dims)
@@ -107,16 +114,22 @@ class EdgeCase:
 class Tolerance:
     """How an output is compared with the float64 oracle.
 
-    Elementwise (when ``elementwise``): |out - ref| <= atol + rtol * |ref|; ``atol`` may be an
-    expression of the dims, ``eps`` (the output dtype's machine epsilon) and ``abs_sum(input)``.
+    Elementwise (when ``elementwise``): |out - ref| <= atol + rtol * |ref|; ``rtol`` may be an
+    expression of the dims and ``eps`` (the output dtype's machine epsilon); ``atol`` an expression
+    of the dims, ``eps``, ``abs_sum(input)`` and ``magnitude`` (per element: the array that the
+    exercise's ``reference.py`` ``magnitude(xp, *args)`` returns for this output, e.g. |A| |B|).
     Norm-wise (when ``normwise`` is set): ||out - ref||_F / ||ref||_F <= normwise, an expression of
     the dims and ``eps``; for sums of many products (GEMM), where the elementwise error of an
     element that cancels to near zero says nothing. Non-finite values never pass either check.
     """
-    rtol: float
+    rtol: float | Expr
     atol: float | Expr
     normwise: Expr | None = None
     elementwise: bool = True
+
+    @property
+    def uses_magnitude(self) -> bool:
+        return isinstance(self.atol, Expr) and "magnitude" in self.atol.names
 
 
 @dataclass(frozen=True)
@@ -520,33 +533,48 @@ class _Parser:
                                    "use normal, uniform, integers or skewed")
                 params = {}
                 for key in DISTRIBUTIONS[kind]:
+                    if key in OPTIONAL_PARAMS.get(kind, ()) and key not in d:
+                        continue
                     params[key] = float(self.get(d, f, key, (int, float)))
+                    if not math.isfinite(params[key]) and not (kind == "masked" and key == "value"):
+                        raise self.err(f, f"{key} = {params[key]} is not finite", "give a finite number")
                 extra = set(d) - {"kind", *DISTRIBUTIONS[kind]}
                 if extra:
                     raise self.err(f, f"unknown key(s) {sorted(extra)} for {kind}", f"use {', '.join(DISTRIBUTIONS[kind])}")
-                if kind == "normal" and params["std"] <= 0:
+                if kind in ("normal", "masked", "row_constant") and params["std"] <= 0:
                     raise self.err(f, "std must be > 0 (never all-constant data)", "set std > 0")
+                if kind == "cauchy" and params["scale"] <= 0:
+                    raise self.err(f, "scale must be > 0", "set scale > 0")
                 if kind in ("uniform", "integers", "skewed") and params["high"] <= params["low"]:
                     raise self.err(f, "high must be > low", "set high > low")
                 concrete = types.get(t.dtype, (t.dtype,))
                 int_types = [c for c in concrete if not c.startswith("float")]
                 if kind == "uniform" and int_types and len(concrete) == 1:
                     raise self.err(f, f"uniform draws reals, but {t.name} is {t.dtype}", 'use kind = "integers"')
+                if kind in REAL_ONLY and int_types:
+                    raise self.err(f, f"{kind} draws reals (and maybe inf), but {t.name} may be {int_types[0]}",
+                                   "use it for float inputs only")
                 for dt in int_types if kind in ("integers", "skewed") else ():
                     info = _int_range(dt)
-                    values = [params["low"], params["high"] - 1] + ([params["value"]] if kind == "skewed" else [])
+                    values = [params["low"], params["high"] - 1] + ([params["value"]] if "value" in params else [])
                     if min(values) < info[0] or max(values) > info[1]:
                         raise self.err(f, f"values {[int(v) for v in values]} do not all fit {dt}",
                                        f"keep low, high - 1 and value within [{info[0]}, {info[1]}]")
                 if kind in ("integers", "skewed"):
                     possible = {params["low"]} if params["high"] - params["low"] <= 1 else {0.0, 1.0}
                     if kind == "skewed":
-                        possible.add(params["value"])
+                        possible.add(params.get("value", 1.0))  # a drawn hot value is never 0
                     if possible == {0.0}:
                         raise self.err(f, "every value drawn would be 0 (all-zero data hides unwritten outputs)",
                                        "widen [low, high) or choose a non-zero value")
-                if kind == "skewed" and not 0 < params["fraction"] < 1:
-                    raise self.err(f, "fraction must be in (0, 1)", "e.g. fraction = 0.9")
+                if kind in ("skewed", "masked") and not 0 < params["fraction"] <= 1:
+                    raise self.err(f, "fraction must be in (0, 1]", "e.g. fraction = 0.9")
+                if kind == "skewed" and params["fraction"] == 1 and params.get("value", 1.0) == 0:
+                    raise self.err(f, "fraction = 1 with value = 0 is all-zero data", "choose a non-zero value")
+                if kind == "skewed" and "value" not in params and params["high"] - params["low"] < 2 \
+                        and params["low"] == 0:
+                    raise self.err(f, "the hot value is drawn from [low, high) without 0, which is empty",
+                                   "widen [low, high)")
                 parsed.append(Distribution(kind, tuple(params.items())))
             out[t.name] = tuple(parsed)
         extra = set(raw) - set(out)
@@ -593,9 +621,21 @@ class _Parser:
             c = dict(self.table(c, fld))
             hidden = self.get(c, fld, "hidden", bool, False)
             c.pop("hidden", None)
+            pins = self.value_pins(c.pop("values", {}), f"{fld}.values")
             pinned = self.pinned_types(c, fld, types)
-            cases.append(EdgeCase(self.dims_table(c, fld, dims, constraints), hidden, pinned))
+            cases.append(EdgeCase(self.dims_table(c, fld, dims, constraints), hidden, pinned, pins))
         return tuple(cases)
+
+    def value_pins(self, data: Any, fld: str) -> tuple[tuple[str, int], ...]:
+        """``values = { x = 1 }``: the 0-based index of a distribution of ``[[values.x]]``."""
+        pins = self.table(data, fld)
+        raw_values = self.raw.get("values", {})
+        for k, v in pins.items():
+            if k not in raw_values or not isinstance(v, int) or isinstance(v, bool) \
+                    or not 0 <= v < len(raw_values[k]):
+                raise self.err(fld, f"{k} = {v!r} is not an index into [[values.{k}]]",
+                               "give the 0-based index of one of its distributions")
+        return tuple(pins.items())
 
     def tolerances(self, outputs, dim_names, input_names, types) -> tuple[dict[str, Tolerance], bool]:
         raw = self.table(self.raw.get("tolerance"), "tolerance")
@@ -610,12 +650,17 @@ class _Parser:
             if "normwise" in t:
                 normwise = self.expr(self.get(t, fld, "normwise", str), f"{fld}.normwise", dim_names | {"eps"})
             elementwise = normwise is None or "rtol" in t or "atol" in t
-            rtol = float(self.get(t, fld, "rtol", (int, float), 0 if normwise is not None else ...))
+            rtol_raw = self.get(t, fld, "rtol", (int, float, str), 0 if normwise is not None else ...)
+            if isinstance(rtol_raw, str):
+                rtol: float | Expr = self.expr(rtol_raw, f"{fld}.rtol", dim_names | {"eps"})
+            else:
+                rtol = float(rtol_raw)
+                if rtol < 0:
+                    raise self.err(fld, "rtol is negative", "set rtol >= 0 (0 means exact)")
             atol_raw = self.get(t, fld, "atol", (int, float, str), 0 if normwise is not None else ...)
-            if rtol < 0:
-                raise self.err(fld, "rtol is negative", "set rtol >= 0 (0 means exact)")
             if isinstance(atol_raw, str):
-                atol: float | Expr = self.expr(atol_raw, fld, dim_names | {"eps"} | input_names, {"abs_sum"})
+                atol: float | Expr = self.expr(atol_raw, fld, dim_names | {"eps", "magnitude"} | input_names,
+                                               {"abs_sum"})
                 args = _abs_sum_args(atol)
                 bare = sorted((atol.names & input_names) - set(args))
                 if bare or any(a not in input_names for a in args):
@@ -649,13 +694,8 @@ class _Parser:
             nbytes = self.expr(self.get(b, fld, "bytes", str), f"{fld}.bytes", names)
             flops = self.expr(b["flops"], f"{fld}.flops", names) if "flops" in b else None
             hidden = self.get(b, fld, "hidden", bool, False)
-            pins = self.table(b.get("values", {}), f"{fld}.values")
-            for k, v in pins.items():
-                if k not in self.raw.get("values", {}) or not isinstance(v, int) or isinstance(v, bool) \
-                        or not 0 <= v < len(self.raw["values"][k]):
-                    raise self.err(f"{fld}.values", f"{k} = {v!r} is not an index into [[values.{k}]]",
-                                   "give the 0-based index of one of its distributions")
-            out.append(Benchmark(name, bdims, nbytes, flops, hidden, pinned, tuple(pins.items())))
+            pins = self.value_pins(b.get("values", {}), f"{fld}.values")
+            out.append(Benchmark(name, bdims, nbytes, flops, hidden, pinned, pins))
         seen = [b.name for b in out]
         if len(set(seen)) != len(seen):
             raise self.err("benchmark", "two shapes share a name", "give each [[benchmark]] its own name")

@@ -147,19 +147,22 @@ def test_tokens_round_trip() -> None:
 def test_edge_cases_of_ex07() -> None:
     spec = SPECS["ex07_softmax"]
     cases = edge_cases(spec, QUICK, seed=5)
+    n = len(spec.edge_cases)
     assert [c.dims for c in cases] == [e.dims for e in spec.edge_cases]
-    assert [c.dists for c in cases] == [(("x", i % 4),) for i in range(10)]
-    assert [c.seed for c in cases] == [5 * 7919 + i for i in range(10)]
+    # each takes the distributions in turn, unless it pins one (values = { x = K })
+    assert [c.dists for c in cases] == [(("x", dict(e.values).get("x", i % 8)),) for i, e in enumerate(spec.edge_cases)]
+    assert dict(cases[7].dists)["x"] == 4 and cases[7].dim_dict == {"rows": 4097, "cols": 3}  # -inf rows
+    assert [c.seed for c in cases] == [5 * 7919 + i for i in range(n)]
     assert {c.origin for c in cases} == {"edge"}
     wrapped = edge_cases(spec, QUICK, seed=MAX_SEED)  # (2**32 - 1) * 7919 + i  mod 2**32
-    assert [c.seed for c in wrapped] == [2**32 - 7919 + i for i in range(10)]
+    assert [c.seed for c in wrapped] == [2**32 - 7919 + i for i in range(n)]
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_edge_cases_use_every_distribution(name: str) -> None:
     spec = SPECS[name]
     cases = edge_cases(spec, QUICK, seed=0)
-    assert len(cases) == len(spec.edge_cases) == 10
+    assert len(cases) == sum(not e.hidden for e in spec.edge_cases) >= 10
     for t in spec.inputs:
         assert {dict(c.dists)[t.name] for c in cases} == set(range(len(spec.values[t.name])))
 
@@ -200,8 +203,8 @@ def test_token_format_and_parse() -> None:
     ("rows=0,cols=5/x=0/seed=1", "rows=0 is outside [1, 67108864]"),
     ("rows=3/x=0/seed=1", "cols is missing"),
     ("rows=9000,cols=9000/x=0/seed=1", "constraint 'rows * cols <= 2**26' does not hold"),
-    ("rows=3,cols=5/x=4/seed=1", "x=4 but the spec has 4 distributions"),
-    ("rows=3,cols=5/x=-1/seed=1", "x=-1 but the spec has 4 distributions"),
+    ("rows=3,cols=5/x=8/seed=1", "x=8 but the spec has 8 distributions"),
+    ("rows=3,cols=5/x=-1/seed=1", "x=-1 but the spec has 8 distributions"),
 ])
 def test_bad_tokens(token: str, fragment: str) -> None:
     with pytest.raises(ValueError) as info:

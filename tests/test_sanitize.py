@@ -233,7 +233,7 @@ def test_help_documents_sanitize(runner):
     assert "--sanitize" in out.output and "--sanitize-tools" in out.output and "compute-sanitizer" in out.output
 
 
-def test_the_case_sanitized_is_the_given_then_the_smallest_failure_then_the_first_edge_case():
+def test_the_case_sanitized_is_the_given_then_the_smallest_failure_then_the_largest_capped_edge_case():
     spec = spec_of("ex01_vector_add")
     failing = types.SimpleNamespace(token="n=3/a=0,b=0/seed=9", description="n=3", status="fail")
     assert cli.sanitize_case(spec, types.SimpleNamespace(smallest_failure=failing), "quick", 0, None,
@@ -241,7 +241,8 @@ def test_the_case_sanitized_is_the_given_then_the_smallest_failure_then_the_firs
     token, why = cli.sanitize_case(spec, types.SimpleNamespace(smallest_failure=failing), "quick", 0, None, None)
     assert token == failing.token and why.startswith("the smallest failing case")
     token, why = cli.sanitize_case(spec, types.SimpleNamespace(smallest_failure=None), "quick", 0, None, None)
-    assert token.startswith("n=1/") and why.startswith("no case failed, so the first edge case")
+    assert token.startswith("n=1000003/")   # many warps and blocks, not n = 1
+    assert why.startswith("no case failed, so the largest edge case within the sanitizer's size cap")
 
 
 def test_text_section_lists_each_tools_first_errors():

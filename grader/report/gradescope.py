@@ -41,6 +41,8 @@ def to_dict(r: GradeResult) -> dict[str, Any]:
                     if st else (b.submission.failure or "not timed"))
             if b.ratio:
                 text += f", {b.ratio:.2f}x the reference"
+            if sc.withheld:
+                text += f"; performance points withheld pending review ({sc.withheld:g} in all)"
             tests.append({"name": f"{r.exercise}: performance {b.name}",
                           "score": round(sc.performance / max(len(r.benchmarks), 1), 2), "max_score": round(share, 2),
                           "status": _status(b.submission.failure is None and s is not None),

@@ -13,7 +13,8 @@ def to_xml(r: GradeResult) -> str:
     suites = ET.Element("testsuites", name="grade")
     suite = ET.SubElement(suites, "testsuite", name=r.exercise, time=f"{r.seconds:.3f}", timestamp=r.started)
     props = ET.SubElement(suite, "properties")
-    for k, v in (("score", f"{r.score.total:g}"), ("max_score", f"{r.score.maximum:g}"), ("status", r.status),
+    for k, v in (("score", f"{r.score.total:g}"), ("max_score", f"{r.score.maximum:g}"),
+                 ("withheld", f"{r.score.withheld:g}"), ("note", r.score.note), ("status", r.status),
                  ("device", r.device.name if r.device else "none"), ("seed", str(r.seed))):
         ET.SubElement(props, "property", name=k, value=v)
     failures = errors = tests = 0

@@ -152,7 +152,9 @@ def render(r: GradeResult, console: Console) -> None:
 def _score(r: GradeResult, console: Console) -> None:
     sc = r.score
     console.print(f"\n[bold]Score: {sc.total:g} / {sc.maximum:g}[/]  (correctness {sc.correctness:g}/{sc.correctness_max:g}, "
-                  f"performance {sc.performance:g}/{sc.performance_max:g})", highlight=False)
+                  f"performance {sc.performance:g}/{sc.performance_max:g})"
+                  + (f"  [bold yellow]{sc.withheld:g} withheld pending review[/]" if sc.withheld else ""),
+                  highlight=False)
     if sc.basis:
         per = ", ".join(f"{s.name} {s.value:.2f}" for s in sc.shapes)
         console.print(f"  performance from the {sc.basis} basis: {per}; clamped geometric mean {sc.aggregate:.3f}",
