@@ -192,6 +192,8 @@ def _emit_error(fmt: str, output: str | None, json_out: str | None, exercise: st
 @click.option("--sanitize-tools", "sanitize_tools", default=None, metavar="TOOL,...",
               help="With --sanitize: the tools to run, in order (default: memcheck,racecheck,initcheck,synccheck); "
               "implies --sanitize.")
+@click.option("--allow-unisolated", is_flag=True, help="Grade in --mode grading even where the submission's "
+              "worker cannot be isolated from the course files (no user namespaces); the report says so.")
 @root_option
 @click.option("--backend", type=click.Choice(["auto", "cuda", "host"]), default="auto", hidden=True,
               help="host runs numpy submissions on the CPU (for the grader's own tests).")
@@ -199,7 +201,7 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
             seed: int, case_token: str | None, no_timing: bool, compile_only: bool, arch: str | None,
             fail_under: float | None, accept_implausible: bool, reference: bool, reference_times: str | None,
             time_limit: float | None, case_limit: float | None, sanitize: bool, sanitize_tools: str | None,
-            root: str | None, backend: str) -> None:
+            allow_unisolated: bool, root: str | None, backend: str) -> None:
     """Grade one exercise: EXERCISE is 7, ex07 or ex07_softmax."""
     from grader.spec import SpecError, load_spec
 
@@ -226,6 +228,14 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
             raise click.BadParameter(str(exc), param_hint="--case") from None
     if compile_only:
         sys.exit(_compile_only(spec, sub, arch, fmt, output, json_out))
+    if mode == "grading" and not allow_unisolated:
+        from grader.sandbox.isolation import unavailable_reason as no_isolation
+        why_not = no_isolation()
+        if why_not is not None:
+            _emit_error(fmt, output, json_out, ex.name, str(sub), "no_isolation",
+                        f"--mode grading needs the submission's worker isolated from the course files, which is "
+                        f"not possible here ({why_not}); fix: grade where user namespaces work, or pass "
+                        f"--allow-unisolated to grade anyway", EXIT_ERROR, spec.total_points)
     from grader.grade import static_check
     problem = static_check(spec, sub)
     if problem:  # before looking for a GPU: a missing or forbidden submission is the user's to fix

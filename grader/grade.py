@@ -123,6 +123,7 @@ class GradeResult:
     seconds: float
     started: str
     versions: dict[str, str] = field(default_factory=dict)
+    isolation: str = ""   # the submission worker's filesystem isolation, in one line (sandbox.isolation)
 
     @property
     def correct(self) -> bool:
@@ -143,6 +144,7 @@ class GradeOptions:
     benchmark: bool = True
     policy: StopPolicy = field(default_factory=StopPolicy)
     sets: int | None = None   # input sets per benchmark shape; None: chosen per shape (Grader.sets_for)
+    hide: tuple[Path, ...] = ()   # more folders the submission's worker must not see (batch: all submissions)
     accept_implausible: bool = False   # instructor: keep performance points of a flagged result
 
 
@@ -232,11 +234,20 @@ class Grader:
         self.t0 = time.perf_counter()
         self.budget_spent = False   # correctness stopped early: the case share of total_s ran out
 
-    def _worker(self, folder: Path) -> Worker:
+    def hidden_folders(self) -> tuple[str, ...]:
+        """What the submission's worker must not see: the course root (exercises, solutions,
+        calibration), the reference solution, and the folders the caller names (batch: every
+        student's submissions)."""
+        course = self.spec.directory.resolve().parent.parent
+        extra = (self.opt.reference,) if self.opt.reference is not None else ()
+        return tuple(str(Path(p).resolve()) for p in (course, *extra, *self.opt.hide))
+
+    def _worker(self, folder: Path, trusted: bool = False) -> Worker:
         lim = self.spec.limits
         return Worker(WorkerConfig(self.backend.name, folder, self.spec.compile_options, self.arg_names,
                                    lim.compile_s, lim.case_s, int(lim.host_memory_gib * 2**30),
-                                   int(lim.device_memory_gib * 2**30), self.spec.forbidden_libraries))
+                                   int(lim.device_memory_gib * 2**30), self.spec.forbidden_libraries,
+                                   () if trusted else self.hidden_folders(), trusted))
 
     # -- correctness ------------------------------------------------------------------------------
     def release(self, instance: Instance, *workers: Worker | None) -> None:
@@ -529,7 +540,7 @@ def grade(spec: Spec, submission: Path, options: GradeOptions, backend: Backend,
             if options.reference is not None:
                 other_dirs.insert(0, (REFERENCE, options.reference.resolve()))
             for name, folder in other_dirs:
-                w = g._worker(folder)  # noqa: SLF001
+                w = g._worker(folder, trusted=True)  # noqa: SLF001
                 others.append((name, w))
                 w_start = w.ensure()
                 if not w_start.ok:
@@ -607,7 +618,7 @@ def grade(spec: Spec, submission: Path, options: GradeOptions, backend: Backend,
             device=device, ceilings=ceilings, kernels=kernels, cases=tuple(cases), smallest_failure=small,
             repro=repro, benchmarks=tuple(bench_results), score=sc, flags=tuple(flags), hidden_cases=hc,
             hidden_benchmarks=hb, worker_restarts=max(0, g.worker.starts - 1),
-            seconds=time.perf_counter() - t0, started=started, versions=versions(device))
+            seconds=time.perf_counter() - t0, started=started, versions=versions(device), isolation=g.worker.isolation)
     finally:
         g.close()
         for _, w in others:

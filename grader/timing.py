@@ -301,7 +301,7 @@ def _timed_round(c: Contestant, results: dict[str, ContestantTiming], rig: Rig, 
         out = c.request({"op": "time", "sets": binding.descriptors, "order": order, "flush_bytes": flush_bytes,
                          "close": list(previous.handles) if previous is not None else []},
                         call_timeout_s * rig.sets + 5)
-        t1 = time.perf_counter()
+        t1 = t0 + out.wall_s   # from sending the request to receiving the reply (the parent's checks after it excluded)
         c.pause()
         drained_ms = rig.drain(DRAIN_LIMIT_S)
         if previous is not None:   # unmapped by the worker now (or the worker is gone)

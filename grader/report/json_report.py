@@ -52,7 +52,7 @@ def to_dict(r: GradeResult, exit_code: int) -> dict[str, Any]:
         "started": r.started, "seconds": r.seconds,
         "device": asdict(r.device) if r.device else None,
         "ceilings": asdict(r.ceilings) if r.ceilings else None,
-        "versions": r.versions,
+        "versions": r.versions, "isolation": r.isolation,
         "kernels": list(r.kernels),
         "correct": r.correct,
         "cases": [_case(c) for c in r.cases],

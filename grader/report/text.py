@@ -88,6 +88,8 @@ def render(r: GradeResult, console: Console) -> None:
     console.rule(f"[bold]{r.exercise}[/]: {escape(r.title)}")
     console.print(f"submission [cyan]{escape(r.submission)}[/] on {dev}; profile {r.profile}, seed {r.seed}"
                   + (" (mixed with the grading secret)" if r.secret_used else ""))
+    if r.isolation:
+        console.print(f"isolation: {escape(r.isolation)}", highlight=False)
     if r.status != "graded":
         console.print(f"\n[bold red]Not graded[/] ({KIND_TEXT.get(r.reason_kind, r.reason_kind)}):")
         console.print(r.reason, markup=False, highlight=False)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grader.sandbox import protocol, watch
+from grader.sandbox import isolation, protocol, watch
 
 PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
 OUTPUT_LIMIT_BYTES = 16 * 1024 * 1024
@@ -94,6 +94,8 @@ class WorkerConfig:
     host_memory_bytes: int = 0
     device_memory_bytes: int = 0
     forbidden_libraries: tuple[str, ...] = ()
+    hide: tuple[str, ...] = ()     # folders the worker must not see (see grader.sandbox.isolation)
+    trusted: bool = False          # the reference or the baseline: not isolated, made non-dumpable
 
 
 def _python_flags() -> list[str]:
@@ -112,13 +114,26 @@ def _limits() -> None:  # runs in the child before exec
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
-def _worker_env(token: str, home: Path) -> dict[str, str]:
-    """The worker's environment: no GRADER_* variables, its token, and a private HOME (and Python
-    user base) so that nothing it writes under ~ (a usercustomize.py, say) reaches a later worker;
-    CuPy's kernel cache stays where the grader's is."""
+def kernel_cache_root() -> Path:
+    """Where workers' CuPy kernel caches live: one folder per submission path under it, so one
+    submission never sees another's (or the reference's) compiled binaries."""
+    return Path(os.environ.get("GRADER_CACHE_DIR", Path.home() / ".cache" / "gpu-kernel-grader")) / "kernels"
+
+
+def kernel_cache_dir(submission: Path) -> Path:
+    import hashlib
+    return kernel_cache_root() / hashlib.sha256(str(submission.resolve()).encode()).hexdigest()[:16]
+
+
+def _worker_env(token: str, home: Path, config: WorkerConfig) -> dict[str, str]:
+    """The worker's environment: no GRADER_* variables, its token, a private HOME (and Python
+    user base) so that nothing it writes under ~ (a usercustomize.py, say) reaches a later worker,
+    and a CuPy kernel cache of the submission's own."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GRADER_")}
     env[watch.TOKEN_VAR] = token
-    env.setdefault("CUPY_CACHE_DIR", str(Path.home() / ".cupy" / "kernel_cache"))
+    env["CUPY_CACHE_DIR"] = str(kernel_cache_dir(config.submission))
+    if config.trusted:
+        env["GRADE_WORKER_TRUSTED"] = "1"
     env["HOME"] = env["PYTHONUSERBASE"] = str(home)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (PACKAGE_PARENT, env.get("PYTHONPATH", "")) if p)
     env["PYTHONUNBUFFERED"] = "1"
@@ -143,6 +158,8 @@ class Worker:
         self.strays_killed = 0     # processes found still running after the worker was killed
         self.baseline_libraries: set[str] | None = None
         self._last_sample = 0.0
+        self.view: isolation.View | None = None
+        self.isolation = "trusted worker: not isolated" if config.trusted else "none"
         watch.protect_parent()
         _watch_sigcont()
 
@@ -162,12 +179,23 @@ class Worker:
         self._new_cwd()
         parent, child = socket.socketpair()
         log = open(self.log_path, "ab")
+        command = [sys.executable, *_python_flags(), "-m", "grader.sandbox.worker", str(child.fileno()),
+                   self.config.backend]
+        cache = kernel_cache_dir(self.config.submission)
+        cache.mkdir(parents=True, exist_ok=True)
+        if not self.config.trusted:
+            reason = isolation.unavailable_reason()
+            if reason is None:
+                self.view = self._view(cache)
+                command = isolation.wrap(command, self.view)
+                self.isolation = self.view.describe()
+            else:
+                self.isolation = f"none: {reason}"
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, *_python_flags(), "-m", "grader.sandbox.worker", str(child.fileno()),
-                 self.config.backend],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, pass_fds=(child.fileno(),),
-                env=_worker_env(self.token, self.cwd), cwd=self.cwd, start_new_session=True, preexec_fn=_limits)
+                command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, pass_fds=(child.fileno(),),
+                env=_worker_env(self.token, self.cwd, self.config), cwd=self.cwd, start_new_session=True,
+                preexec_fn=_limits)
         finally:
             child.close()
             log.close()
@@ -186,6 +214,22 @@ class Worker:
         if out.ok:
             self.load_data = out.data
         return out
+
+    def _view(self, cache: Path) -> isolation.View:
+        """The submission worker's filesystem view: the configured folders and every workers'
+        kernel cache hidden; the submission (read-only), the grader package, the Python
+        environment, its own cache and its working directory shown."""
+        import site
+        import sysconfig
+        package = str(Path(__file__).resolve().parents[1])
+        env = {sys.prefix, sys.base_prefix, *(site.getsitepackages() if hasattr(site, "getsitepackages") else []),
+               *(sysconfig.get_paths()[k] for k in ("purelib", "platlib", "stdlib", "platstdlib"))}
+        keep_whole = [str(Path(p).resolve()) for p in env if p and os.path.isdir(p) and Path(p).resolve() != Path("/")]
+        # hidden folders are replaced whole: anything below them the worker needs is shown again
+        hide = [str(Path(h).resolve()) for h in (*self.config.hide, kernel_cache_root())]
+        hide = [h for h in hide if len(Path(h).parts) >= 3]   # never "/", "/home", "/tmp"...
+        show = [str(self.config.submission.resolve()), package, *keep_whole, str(cache), str(self.cwd)]
+        return isolation.View(tuple(dict.fromkeys(hide)), tuple(dict.fromkeys(show)), (str(cache), str(self.cwd)))
 
     def kill(self) -> None:
         if self.proc is not None:
@@ -325,7 +369,7 @@ class Worker:
     def _memory_over_caps(self) -> tuple[str, str] | None:
         cfg = self.config
         self._last_sample = time.perf_counter()
-        if not (cfg.host_memory_bytes or cfg.device_memory_bytes) or self.proc is None:
+        if not (cfg.host_memory_bytes or cfg.device_memory_bytes) or self.proc is None or cfg.trusted:
             return None
         pids = self._pids()
         host = watch.host_memory_bytes(pids)
@@ -355,7 +399,8 @@ class Worker:
     def _forbidden_loaded(self) -> list[str]:
         """Forbidden libraries mapped since the worker's start-up (CuPy itself may map some, e.g.
         libcublasLt, before any submission code runs: those are not the submission's doing)."""
-        if not self.config.forbidden_libraries or self.proc is None or self.baseline_libraries is None:
+        if (not self.config.forbidden_libraries or self.proc is None or self.baseline_libraries is None
+                or self.config.trusted):
             return []
         return watch.forbidden_in(self._libraries() - self.baseline_libraries, self.config.forbidden_libraries)
 

@@ -249,6 +249,10 @@ class Server:
 
 
 def main(argv: list[str]) -> None:
+    import os
+    if os.environ.pop("GRADE_WORKER_TRUSTED", None):   # the reference or the baseline: another
+        from grader.sandbox.watch import protect_parent   # worker must not read its files through
+        protect_parent()                                  # /proc/PID/root (see sandbox.isolation)
     fd, backend = int(argv[0]), argv[1]
     sock = socket.socket(fileno=fd)
     Server(sock, backend).serve()

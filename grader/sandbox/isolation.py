@@ -1,0 +1,137 @@
+"""The worker's view of the filesystem: the submission, the grader package and the Python
+environment, not the course's files (DESIGN must 8).
+
+A submission's worker starts inside new Linux user and mount namespaces (``unshare``, from
+util-linux; no privileges needed where unprivileged user namespaces are enabled). There, before
+the worker's Python starts, this module's :func:`main`:
+
+1. binds every folder the worker must keep (:attr:`View.show`: the submission, read-only; the
+   grader package, read-only; the worker's private working directory) to a staging point;
+2. mounts an empty tmpfs over every folder it must not see (:attr:`View.hide`: the course root,
+   with exercises/, solutions/ and calibration/; the reference solution; in batch, the folder of
+   every student's submissions; CuPy's shared kernel cache, which holds the reference's binaries);
+3. binds the kept folders back at their own paths, inside those tmpfs mounts;
+4. enters a second, nested user and mount namespace and runs the worker there: the mounts made in
+   step 2 are then locked (mount_namespaces(7): mounts that come as a unit from a more privileged
+   mount namespace cannot be unmounted one by one), so the worker cannot lift a tmpfs to look
+   underneath.
+
+CUDA works in such namespaces and so does CUDA IPC between the grader and the worker (checked on
+the H200, 2026-12-01; a PID namespace breaks CUDA IPC, so there is none). Not covered: a worker
+running as the same user as other processes can read their files through ``/proc/PID/root`` when
+they are dumpable (the grader and the trusted workers make themselves non-dumpable); a worker whose
+user is root (the grader runs as root) can do the same with any root process: grade as an
+unprivileged user.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+_PROBE: dict[str, str | None] = {}
+
+
+@dataclass(frozen=True)
+class View:
+    """What the worker sees: ``hide`` folders are replaced by an empty tmpfs; ``show`` folders
+    (absolute, resolved) stay visible at their paths, read-only unless also in ``writable``."""
+    hide: tuple[str, ...]
+    show: tuple[str, ...]
+    writable: tuple[str, ...] = field(default=())
+
+    def to_json(self) -> str:
+        return json.dumps({"hide": list(self.hide), "show": list(self.show), "writable": list(self.writable)})
+
+    @staticmethod
+    def from_json(text: str) -> "View":
+        d = json.loads(text)
+        return View(tuple(d["hide"]), tuple(d["show"]), tuple(d.get("writable", ())))
+
+    def describe(self) -> str:
+        """One line for reports: what was hidden."""
+        return "mount namespace; hidden from the worker: " + ", ".join(self.hide)
+
+
+def unavailable_reason() -> str | None:
+    """None when workers can be isolated here, else why not (one line; probed once)."""
+    if "reason" not in _PROBE:
+        if os.environ.get("GRADER_ISOLATION", "").lower() in ("0", "off", "none", "no"):
+            _PROBE["reason"] = "turned off (GRADER_ISOLATION=off)"
+        elif sys.platform != "linux":
+            _PROBE["reason"] = "needs Linux namespaces"
+        elif shutil.which("unshare") is None or shutil.which("mount") is None:
+            _PROBE["reason"] = "the unshare and mount commands (util-linux) are not installed"
+        else:
+            probe = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "--", "unshare", "--user",
+                                    "--map-root-user", "--mount", "--", "true"], capture_output=True, text=True)
+            _PROBE["reason"] = None if probe.returncode == 0 else (
+                "user namespaces are not available here (unshare: "
+                f"{(probe.stderr.strip().splitlines() or ['failed'])[-1]})")
+    return _PROBE["reason"]
+
+
+def wrap(command: list[str], view: View) -> list[str]:
+    """``command`` run inside the isolated view (see the module docstring)."""
+    return ["unshare", "--user", "--map-root-user", "--mount", "--", sys.executable, "-S", "-P", "-m",
+            "grader.sandbox.isolation", view.to_json(), "--", *command]
+
+
+def _mount(*args: str) -> None:
+    r = subprocess.run(["mount", *args], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise OSError(f"mount {' '.join(args)}: {r.stderr.strip()}")
+
+
+def _under(path: str, folders: tuple[str, ...]) -> bool:
+    return any(path == f or path.startswith(f.rstrip("/") + "/") for f in folders)
+
+
+def build(view: View, stage: Path) -> None:
+    """Steps 1-3 of the module docstring, inside the first namespaces (raises OSError)."""
+    _mount("--make-rprivate", "/")
+    staged = {}
+    for i, path in enumerate(view.show):
+        if os.path.isdir(path) and _under(path, view.hide):   # would vanish under a tmpfs: keep a handle
+            point = stage / str(i)
+            point.mkdir(parents=True, exist_ok=True)
+            _mount("--rbind", path, str(point))
+            staged[path] = point
+    for path in view.hide:
+        if os.path.isdir(path):
+            _mount("-t", "tmpfs", "-o", "mode=755,size=1m", "tmpfs", path)
+    for path in view.show:
+        if not os.path.isdir(path) and path not in staged:
+            continue
+        if path in staged:
+            os.makedirs(path, exist_ok=True)   # inside a tmpfs above
+            _mount("--rbind", str(staged[path]), path)
+        elif path not in view.writable:
+            _mount("--rbind", path, path)
+        if path not in view.writable:
+            _mount("-o", "remount,bind,ro", path)
+    for point in staged.values():
+        subprocess.run(["umount", "-l", str(point)], capture_output=True)
+
+
+def main(argv: list[str]) -> None:
+    """``python -m grader.sandbox.isolation VIEW_JSON -- COMMAND...`` (see :func:`wrap`)."""
+    view = View.from_json(argv[0])
+    command = argv[argv.index("--") + 1:]
+    import tempfile
+    stage = Path(tempfile.mkdtemp(prefix="grader-stage-"))
+    try:
+        build(view, stage)
+        shutil.rmtree(stage, ignore_errors=True)
+    except OSError as exc:
+        print(f"grader isolation failed: {exc}", file=sys.stderr, flush=True)
+        sys.exit(121)
+    os.execvp("unshare", ["unshare", "--user", "--map-root-user", "--mount", "--", *command])
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,2 @@
+// the cheat's own kernel is never used
+extern "C" __global__ void unused(float* x) { x[0] = 0.0f; }
