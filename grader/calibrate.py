@@ -34,7 +34,7 @@ def verdict(stats: TimingStats | None, clock: ClockState | None, outside_events:
                 f"(limit {MAX_SPREAD:.0%}){hint}")
     if clock is not None and clock.throttled:
         reasons = ", ".join(clock.throttle) or f"SM clock {clock.sm_mhz} of {clock.max_sm_mhz} MHz"
-        return f"the GPU was throttled while the kernels ran ({reasons}); let it cool down or check its power limit"
+        return f"the GPU was throttled ({reasons}) while the kernels ran; let it cool down or check its power limit"
     if outside_events:
         amount = (f" ({outside_ms * 1e3:.0f} us per call, {allowed_ms * 1e3:.0f} us allowed)"
                   if outside_ms is not None and allowed_ms is not None else "")

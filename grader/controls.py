@@ -159,7 +159,8 @@ def run_controls(spec: Spec, examples: int = 12, seed: int = 0) -> list[ControlR
                 results.append(ControlResult(name, False, None, f"not applicable: {why_not}"))
                 continue
             folder = write_control(spec, name, Path(tmp) / name)
-            r = grade(small, folder, GradeOptions(profile=profile, seed=seed, backend="host", benchmark=False),
+            r = grade(small, folder, GradeOptions(profile=profile, seed=seed, backend="host", benchmark=False,
+                                                  isolate=False),   # the grader's own code: it reads the oracle
                       HostBackend(), None, None, Calibration(None, {}, {}))
             f = r.smallest_failure
             diagnosis = r.reason if r.status != "graded" else (f"{f.description}: {f.message}" if f else "all cases passed")

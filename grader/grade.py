@@ -145,6 +145,7 @@ class GradeOptions:
     policy: StopPolicy = field(default_factory=StopPolicy)
     sets: int | None = None   # input sets per benchmark shape; None: chosen per shape (Grader.sets_for)
     hide: tuple[Path, ...] = ()   # more folders the submission's worker must not see (batch: all submissions)
+    isolate: bool = True          # False only for the grader's own generated submissions (negative controls)
     accept_implausible: bool = False   # instructor: keep performance points of a flagged result
 
 
@@ -230,7 +231,7 @@ class Grader:
         self.oracle = load_oracle(spec)
         self.seed = combine_seed(options.seed, options.secret)
         self.arg_names = spec.arg_order
-        self.worker = self._worker(self.submission)
+        self.worker = self._worker(self.submission, trusted=not options.isolate)
         self.t0 = time.perf_counter()
         self.budget_spent = False   # correctness stopped early: the case share of total_s ran out
 
