@@ -104,7 +104,7 @@ def run_job(job: Job, out: Path, root: Path, gpu: str | None, fmt: str, referenc
     tmp_json = folder / f"{job.exercise.name}.json.partial"
     cmd = [sys.executable, "-m", "grader.cli", job.exercise.name, "--root", str(root), "--submission",
            str(job.folder.resolve()), "--format", fmt, "--output", str(report), "--json", str(tmp_json),
-           "--no-reference", *extra]
+           "--no-reference", "--hide", str(job.folder.resolve().parent.parent), "--hide", str(out.resolve()), *extra]
     if reference_times is not None:
         cmd += ["--reference-times", str(reference_times)]
     env = dict(os.environ)

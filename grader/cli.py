@@ -192,6 +192,9 @@ def _emit_error(fmt: str, output: str | None, json_out: str | None, exercise: st
 @click.option("--sanitize-tools", "sanitize_tools", default=None, metavar="TOOL,...",
               help="With --sanitize: the tools to run, in order (default: memcheck,racecheck,initcheck,synccheck); "
               "implies --sanitize.")
+@click.option("--hide", "hide", multiple=True, type=click.Path(file_okay=False), help="Another folder the "
+              "submission's worker must not see (repeatable; `grade batch` hides every student's submissions and "
+              "its --out folder).")
 @click.option("--allow-unisolated", is_flag=True, help="Grade in --mode grading even where the submission's "
               "worker cannot be isolated from the course files (no user namespaces); the report says so.")
 @root_option
@@ -201,7 +204,7 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
             seed: int, case_token: str | None, no_timing: bool, compile_only: bool, arch: str | None,
             fail_under: float | None, accept_implausible: bool, reference: bool, reference_times: str | None,
             time_limit: float | None, case_limit: float | None, sanitize: bool, sanitize_tools: str | None,
-            allow_unisolated: bool, root: str | None, backend: str) -> None:
+            hide: tuple[str, ...], allow_unisolated: bool, root: str | None, backend: str) -> None:
     """Grade one exercise: EXERCISE is 7, ex07 or ex07_softmax."""
     from grader.spec import SpecError, load_spec
 
@@ -279,7 +282,7 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
         secret = os.environ.get(SECRET_ENV) if mode == "grading" else None
         options = GradeOptions(profile=PROFILES[mode], seed=seed, secret=secret, backend=be.name,
                                case_token=case_token, reference=ref_dir, benchmark=not no_timing and not tools,
-                               accept_implausible=accept_implausible)
+                               accept_implausible=accept_implausible, hide=tuple(Path(h) for h in hide))
         result = grade(spec, sub, options, be, info, ceilings, calibration, progress)
     except GradeTimeout:
         progress.done()

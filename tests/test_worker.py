@@ -183,3 +183,57 @@ def test_the_worker_never_imports_from_its_working_directory(tmp_path, arrays, m
     finally:
         monkeypatch.undo()
         w.close()
+
+
+# -- the filesystem view (grader/sandbox/isolation.py) -----------------------------------------------
+PEEK = '''
+import os
+def solve(a, b, c):
+    course = os.environ.get("COURSE_UNDER_TEST", "")
+    seen = sorted(os.listdir(course)) if os.path.isdir(course) else None
+    try:
+        open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "planted.txt"), "w").write("x")
+        wrote = True
+    except OSError:
+        wrote = False
+    raise RuntimeError(f"seen={seen} wrote={wrote}")
+'''
+
+
+def test_the_worker_sees_no_hidden_folder_and_cannot_write_its_submission(tmp_path, arrays, monkeypatch):
+    from grader.sandbox import isolation
+    if isolation.unavailable_reason():
+        pytest.skip(isolation.unavailable_reason())
+    course = tmp_path / "course"
+    (course / "solutions" / "ex01").mkdir(parents=True)
+    (course / "solutions" / "ex01" / "solution.py").write_text("secret = 1\n")
+    (course / "students").mkdir()
+    sub = make_submission(course / "students", PEEK, name="alice")    # inside the hidden folder
+    monkeypatch.setenv("COURSE_UNDER_TEST", str(course))
+    w = Worker(WorkerConfig("host", sub, (), ("a", "b", "c"), 20.0, 5.0, hide=(str(course),)))
+    try:
+        assert w.ensure().ok, w.log_tail()
+        out = run(w, arrays)
+        # only the path down to the submission is there; nothing written into it
+        assert "seen=['students'] wrote=False" in out.message, out.message
+        assert "hidden from the worker" in w.isolation and str(course) in w.isolation
+    finally:
+        w.close()
+    assert not (sub / "planted.txt").exists()
+
+
+def test_a_trusted_worker_is_not_isolated(tmp_path, arrays):
+    w = Worker(WorkerConfig("host", make_submission(tmp_path, ADD), (), ("a", "b", "c"), 20.0, 5.0,
+                            hide=(str(tmp_path),), trusted=True))
+    try:
+        assert w.ensure().ok and run(w, arrays).ok
+        assert w.isolation.startswith("trusted worker")
+    finally:
+        w.close()
+
+
+def test_view_round_trips_and_describes_itself() -> None:
+    from grader.sandbox.isolation import View
+    v = View(("/srv/course",), ("/srv/course/students/a", "/opt/py"), ("/tmp/w",))
+    assert View.from_json(v.to_json()) == v
+    assert v.describe() == "mount namespace; hidden from the worker: /srv/course"

@@ -66,12 +66,19 @@ def unavailable_reason() -> str | None:
             _PROBE["reason"] = "needs Linux namespaces"
         elif shutil.which("unshare") is None or shutil.which("mount") is None:
             _PROBE["reason"] = "the unshare and mount commands (util-linux) are not installed"
-        else:
-            probe = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "--", "unshare", "--user",
-                                    "--map-root-user", "--mount", "--", "true"], capture_output=True, text=True)
+        else:   # the whole path once, on a scratch folder: hide one folder, show one inside it
+            import tempfile
+            with tempfile.TemporaryDirectory(prefix="grader-isolation-probe-") as tmp:
+                hidden, shown = Path(tmp) / "hidden", Path(tmp) / "hidden" / "shown"
+                shown.mkdir(parents=True)
+                (hidden / "secret").write_text("x")
+                check = f"import os, sys; sys.exit(0 if os.listdir({str(hidden)!r}) == ['shown'] else 3)"
+                env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+                probe = subprocess.run(wrap([sys.executable, "-c", check], View((str(hidden),), (str(shown),))),
+                                       capture_output=True, text=True, env=env, cwd=tmp, timeout=60)
             _PROBE["reason"] = None if probe.returncode == 0 else (
-                "user namespaces are not available here (unshare: "
-                f"{(probe.stderr.strip().splitlines() or ['failed'])[-1]})")
+                "user and mount namespaces do not work here ("
+                f"{(probe.stderr.strip().splitlines() or [f'exit status {probe.returncode}'])[-1]})")
     return _PROBE["reason"]
 
 
