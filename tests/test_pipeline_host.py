@@ -93,10 +93,11 @@ def test_outputs_of_timed_runs_are_checked(tmp_path, profile):
     ref = fake(tmp_path, SOFTMAX, "ref")
     r = grade_folder(small_softmax(), fake(tmp_path, body), backend="host", profile=profile, reference=ref,
                      policy=FAST)
-    # correctness cases use fresh shapes mostly; the timing rounds re-draw inputs of a fixed shape
+    # correctness cases use fresh shapes mostly (a generated case may repeat one: then correctness
+    # fails already); the timing rounds re-draw inputs of a fixed shape
     failures = [b.submission.failure for b in r.benchmarks if b.submission.failure]
-    assert failures and "wrong output" in failures[0]
-    assert r.score.performance == 0
+    assert (failures and "wrong output" in failures[0]) or (not r.correct and not r.benchmarks)
+    assert not r.correct and r.score.total == 0
 
 
 def test_time_outside_the_events_is_counted_and_flagged(tmp_path, profile):
