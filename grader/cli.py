@@ -170,9 +170,11 @@ def _emit_error(fmt: str, output: str | None, json_out: str | None, exercise: st
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for case generation and timing order.")
 @click.option("--case", "case_token", help="Re-run one case, as printed in a failure's 'reproduce' line.")
 @click.option("--no-timing", is_flag=True, help="Check correctness only.")
-@click.option("--compile-only", is_flag=True, help="No GPU needed: compile kernel.cu with nvcc, check solution.py, "
-              "print registers/shared memory/spills per kernel.")
-@click.option("--arch", default=None, help="Arch for --compile-only (default: this GPU's, else sm_90).")
+@click.option("--compile-only", is_flag=True, help="No GPU needed: compile kernel.cu with NVRTC (as grading does), "
+              "check solution.py and the features, print registers/shared memory/spills per kernel. Not graded: "
+              "nothing runs. Exit 4 when kernel.cu could not be compiled here.")
+@click.option("--arch", default=None, help="Arch for --compile-only, e.g. sm_90 or sm_90a (default: this GPU's, "
+              "else sm_90).")
 @click.option("--fail-under", type=float, default=None, help="Exit 1 when the score is below this many points.")
 @click.option("--reference/--no-reference", default=True, show_default=True,
               help="Time the reference solution side by side when solutions/<exercise> exists.")
@@ -204,6 +206,11 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
     if sanitize or sanitize_tools is not None:
         tools = _sanitize_options(sanitize_tools, compile_only, backend, fmt)
 
+    if arch is not None:
+        from grader.static import arch_problem
+        why = arch_problem(arch)
+        if why:
+            raise click.BadParameter(why, param_hint="--arch")
     r = _root(root)
     ex = _exercises(r, [exercise])[0]
     if submission is not None and not submission.strip():
@@ -250,7 +257,7 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
         if why is not None:
             _emit_error(fmt, output, json_out, ex.name, str(sub), "no_gpu",
                         f"{why}: grading runs kernels on a GPU. Without one, `grade {ex.name} --compile-only` "
-                        "compiles kernel.cu with nvcc and prints the static report.", EXIT_ERROR, spec.total_points)
+                        "compiles kernel.cu and prints the static report.", EXIT_ERROR, spec.total_points)
         info = dev.detect()
     limit = time_limit or spec.limits.total_s
     signal.signal(signal.SIGALRM, _on_alarm)
@@ -439,16 +446,22 @@ def _exit_code(result, fail_under: float | None) -> int:  # type: ignore[no-unty
 
 def _compile_only(spec, submission: Path, arch: str | None, fmt: str = "text", output: str | None = None,
                   json_out: str | None = None) -> int:  # type: ignore[no-untyped-def]
+    """The static report (see grader.static); returns the exit code: 0 no problem and kernel.cu
+    compiled, 3 a problem of the submission, 4 kernel.cu could not be compiled here (no compiler)."""
     from rich.table import Table
     from grader import device as dev
-    from grader.report.formats import render_static, write
+    from grader.report.formats import render_static, static_verdict, write
     from grader.static import static_report
 
     if arch is None:
         info = dev.detect()
         arch = info.arch if info else "sm_90"
-    rep = static_report(spec, submission, arch)
-    code = EXIT_OK if rep.ok else EXIT_NOT_GRADED
+    try:
+        rep = static_report(spec, submission, arch)
+    except Exception as exc:  # noqa: BLE001 - a grader bug: say so and still write the result file
+        _emit_error(fmt, output, json_out, spec.name, str(submission), "grader_error",
+                    f"grader error in the static checks: {type(exc).__name__}: {exc}", EXIT_ERROR)
+    code = EXIT_NOT_GRADED if rep.problems else EXIT_OK if rep.compiled else EXIT_ERROR
     if json_out:
         write(render_static(spec, submission, rep, "json", code), Path(json_out))
     if fmt != "text":
@@ -462,6 +475,8 @@ def _compile_only(spec, submission: Path, arch: str | None, fmt: str = "text", o
         write(render_static(spec, submission, rep, "text", code), Path(output))
     console = Console()
     console.rule(f"[bold]{spec.name}[/]: static report for {escape(str(submission))} ({arch})")
+    if rep.compiled:
+        console.print(f"kernel.cu compiled with {escape(rep.compiler)} for {arch}", highlight=False)
     if rep.kernels:
         t = Table(show_edge=False)
         for col in ("kernel", "registers", "shared B", "stack B", "spill stores B", "spill loads B"):
@@ -476,8 +491,8 @@ def _compile_only(spec, submission: Path, arch: str | None, fmt: str = "text", o
         console.print(f"[yellow]warning:[/] {escape(w)}", highlight=False)
     for s in rep.skipped:
         console.print(f"[yellow]not checked here:[/] {escape(s)}", highlight=False)
-    if rep.ok:
-        console.print("[green]no problems found[/]")
+    color = "red" if rep.problems else "green" if rep.compiled else "yellow"
+    console.print(f"[{color}]{escape(static_verdict(rep))}[/]", highlight=False)
     return code
 
 
