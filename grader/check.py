@@ -69,8 +69,14 @@ def check_exercise(ex: Exercise, gpu: bool, controls: bool = True,
     if todos:
         rows.append(CheckRow(ex.name, "TODOs", "todo", f"{len(todos)} left: " + ", ".join(todos[:6])))
     match = stub_matches_solution(ex.solution, ex.template)
-    add("stub: not the solution", match is None,
-        match.describe(str(ex.template)) if match else "the stub differs from the reference solution")
+    placeholder = any(TODO.search(p.read_text(errors="replace")) for p in ex.solution.glob("*") if p.is_file())
+    if match is not None and placeholder:
+        # a scaffold from `grade new`: its placeholder solution is a TODO, not yet an answer to give away
+        rows.append(CheckRow(ex.name, "stub: not the solution", "todo",
+                             match.describe(str(ex.template)) + " (the solution is still a TODO placeholder)"))
+    else:
+        add("stub: not the solution", match is None,
+            match.describe(str(ex.template)) if match else "the stub differs from the reference solution")
     for label, folder in (("solution", ex.solution), ("stub", ex.template)):
         if not folder.is_dir():
             continue
