@@ -664,17 +664,23 @@ def batch_cmd(submissions: str, names: str, gpus: str, out: str, fmt: str, mode:
     gpu_list: list[str | None] = [g.strip() for g in gpus.split(",") if g.strip()] or [None]
     if not all(g is None or g.isdigit() for g in gpu_list):
         raise click.BadParameter(f"{gpus!r} is not a comma-separated list of GPU indices", param_hint="--gpus")
-    info = None
-    if backend != "host":
-        info = _detect_gpu()
-        if info is None:
-            from grader.device import unavailable_reason
-            click.echo(f"grade: {unavailable_reason()}: batch grading runs kernels on a GPU", err=True)
-            sys.exit(EXIT_ERROR)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise click.BadParameter(f"cannot create {out}: {exc.strerror or exc}", param_hint="--out") from None
+    info = None
+    if backend != "host":
+        info = _detect_gpu()
+        if info is None:  # record what can be found without a GPU, then the no-GPU exit
+            from grader.device import unavailable_reason
+            why = unavailable_reason() or "no GPU"
+            rows = gb.static_rows(jobs, missing, why)
+            gb.write_summaries(out_dir, rows)
+            bad = sum(r.status in ("not_graded", "missing") for r in rows)
+            click.echo(f"grade: {why}: batch grading runs kernels on a GPU; nothing was graded. The static checks "
+                       f"found {bad} submission(s) that cannot be graded: {out_dir / 'summary.csv'} (column reason)",
+                       err=True)
+            sys.exit(EXIT_ERROR)
     extra = (["--mode", mode] + (["--backend", backend] if backend != "auto" else [])
              + (["--case-limit", str(case_limit)] if case_limit else []))
     reference_times = _shared_reference_times(r, exs, out_dir, info) if info is not None else None

@@ -329,6 +329,34 @@ def test_batch_grades_everyone_and_resumes_after_an_interruption(runner, tmp_pat
                                                            ("dave", False)]
     csv_lines = (res / "summary.csv").read_text().splitlines()
     assert csv_lines[0].startswith("student,exercise,status,score") and len(csv_lines) == 5
+    assert csv_lines[0].endswith(",reason") and all(not ln.endswith(",") for ln in csv_lines)
+
+
+def test_batch_without_a_gpu_records_what_the_static_checks_find_then_exits_4(runner, tmp_path, monkeypatch):
+    import csv
+    from grader import device
+    monkeypatch.setattr(device, "unavailable_reason", lambda: "no CUDA GPU found")
+    monkeypatch.setattr(device, "detect", lambda: None)
+    subs = _submissions(tmp_path)                               # alice right, bob the stub, carol crashes, dave none
+    (subs / "bob" / "ex90_add" / "kernel.cu").unlink()          # a missing file
+    erin = subs / "erin" / "ex90"
+    shutil.copytree(COURSE / "solutions" / "ex90_add", erin)
+    (erin / "solution.py").write_text("def solve(a, b):\n    pass\n")  # a malformed solve
+    res = tmp_path / "res"
+    out = runner.invoke(cli.main, ["batch", str(subs), "--root", str(COURSE), "--out", str(res), "--exercises", "ex90"])
+    assert out.exit_code == cli.EXIT_ERROR, out.output
+    assert "no CUDA GPU found: batch grading runs kernels on a GPU" in out.output
+    with open(res / "summary.csv", newline="") as fh:
+        rows = {r["student"]: r for r in csv.DictReader(fh)}
+    assert {s: (r["status"], r["exit_code"]) for s, r in rows.items()} == {
+        "alice": ("error", "4"), "bob": ("not_graded", "3"), "carol": ("not_graded", "3"), "dave": ("missing", "3"),
+        "erin": ("not_graded", "3")}
+    assert all(r["reason"] for r in rows.values())
+    assert "kernel.cu: missing" in rows["bob"]["reason"]
+    assert "kernel.cu: declares no __global__ kernel" in rows["carol"]["reason"]
+    assert "solve takes 2 positional arguments; the exercise passes 3" in rows["erin"]["reason"]
+    assert rows["alice"]["reason"].startswith("not graded: no CUDA GPU found")
+    assert not (res / "alice").exists()  # nothing that a later run on a GPU would take as finished
 
 
 def test_shared_reference_times_keep_refused_shapes_but_calibration_does_not():
