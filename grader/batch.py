@@ -114,13 +114,12 @@ def run_job(job: Job, out: Path, root: Path, gpu: str | None, fmt: str, referenc
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     try:
         data = json.loads(tmp_json.read_text())
-    except (OSError, ValueError):
+        data["exit_code"] = proc.returncode
+    except (OSError, ValueError):  # grade died before writing its result: a grader error, said as one
+        from grader.report.json_report import error_dict
         message = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
-        data = {"schema_version": 1, "exercise": job.exercise.name, "submission": str(job.folder), "status": "error",
-                "reason": f"grade exited {proc.returncode}: {message[0]}", "reason_kind": "grader_error",
-                "exit_code": proc.returncode, "correct": False, "cases": [], "benchmarks": [], "flags": [],
-                "score": {"total": 0.0, "max": None, "correctness": 0.0, "performance": 0.0, "note": message[0]}}
-    data["exit_code"] = proc.returncode
+        data = error_dict(job.exercise.name, str(job.folder), "grader_error",
+                          f"grade exited {proc.returncode} without a result: {message[0]}", 4)
     _atomic_write(result_json, json.dumps(data, indent=2))
     tmp_json.unlink(missing_ok=True)
     return data

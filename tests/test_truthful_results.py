@@ -245,3 +245,15 @@ def test_a_hang_while_importing_solution_py_says_so_and_where(runner, tmp_path):
     reason = json.loads(path.read_text())["reason"]
     assert "solution.py did not finish importing within 3 s ([limits] compile_s)" in reason
     assert "it was at solution.py:3" in reason and "never finishes" not in reason
+
+
+def test_a_batch_result_for_a_grade_that_wrote_nothing_validates(tmp_path):
+    """grade batch writes each student's JSON itself when the grade process died before it could."""
+    from grader.batch import Job, run_job
+    from grader.spec import list_exercises
+    ex = next(e for e in list_exercises(COURSE) if e.name == "ex90_add")
+    job = Job("alice", ex, COURSE / "solutions" / "ex90_add")
+    data = run_job(job, tmp_path, COURSE, None, "json", None, ["--no-such-option"])
+    jsonschema.validate(data, schema())
+    assert data["status"] == "error" and data["exit_code"] == 4 and "grade exited 2 without a result" in data["reason"]
+    assert json.loads((tmp_path / "alice" / "ex90_add.json").read_text()) == data
