@@ -59,6 +59,7 @@ class Row:
     exit_code: int
     reused: bool
     report: str
+    reason: str = ""  # why it was not graded, the smallest failure, or "correct"
 
 
 def discover(submissions: Path, exercises: list[Exercise]) -> tuple[list[Job], list[Job]]:
@@ -113,25 +114,69 @@ def run_job(job: Job, out: Path, root: Path, gpu: str | None, fmt: str, referenc
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     try:
         data = json.loads(tmp_json.read_text())
-    except (OSError, ValueError):
+        data["exit_code"] = proc.returncode
+    except (OSError, ValueError):  # grade died before writing its result: a grader error, said as one
+        from grader.report.json_report import error_dict
         message = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
-        data = {"schema_version": 1, "exercise": job.exercise.name, "submission": str(job.folder), "status": "error",
-                "reason": f"grade exited {proc.returncode}: {message[0]}", "reason_kind": "grader_error",
-                "exit_code": proc.returncode, "correct": False, "cases": [], "benchmarks": [], "flags": [],
-                "score": {"total": 0.0, "max": None, "correctness": 0.0, "performance": 0.0, "note": message[0]}}
-    data["exit_code"] = proc.returncode
+        data = error_dict(job.exercise.name, str(job.folder), "grader_error",
+                          f"grade exited {proc.returncode} without a result: {message[0]}", 4)
     _atomic_write(result_json, json.dumps(data, indent=2))
     tmp_json.unlink(missing_ok=True)
     return data
 
 
+def _reason(data: dict) -> str:
+    if data.get("reason"):
+        return str(data["reason"])
+    small = data.get("smallest_failure") or {}
+    if small:
+        return f"{small.get('description', '')}: {small.get('message', '')}".strip(": ")
+    return "correct" if data.get("correct") else str(data.get("score", {}).get("note", ""))
+
+
 def row(job: Job, data: dict, reused: bool, out: Path, fmt: str) -> Row:
+    """The summary line of a finished job from its JSON result."""
     sc = data.get("score", {})
     return Row(job.student, job.exercise.name, data.get("status", "error"), float(sc.get("total") or 0.0),
                sc.get("max"), bool(data.get("correct")), float(sc.get("correctness") or 0.0),
                float(sc.get("performance") or 0.0), sc.get("aggregate"), len(data.get("flags", [])),
                int(data.get("exit_code", 4)), reused,
-               str((out / job.student / f"{job.exercise.name}.{EXTENSIONS[fmt]}").relative_to(out)))
+               str((out / job.student / f"{job.exercise.name}.{EXTENSIONS[fmt]}").relative_to(out)), _reason(data))
+
+
+def _missing_row(job: Job) -> Row:
+    return Row(job.student, job.exercise.name, "missing", 0.0, None, False, 0.0, 0.0, None, 0, 3, False, "",
+               f"no folder {job.folder}")
+
+
+def static_rows(jobs: list[Job], missing: list[Job], no_gpu: str, arch: str = "sm_90") -> list[Row]:
+    """Summary lines for a batch on a machine without a GPU (``no_gpu`` says why): what can be
+    found without running anything (a missing file, a compile error, a malformed ``solve``, a
+    missing folder) is recorded as "not_graded" (exit code 3) or "missing"; every other submission
+    is "error" (exit code 4: not graded here), its reason saying so. No per-student result is
+    written, so a later run on a GPU grades everyone."""
+    from grader.spec import SpecError, load_spec
+    from grader.static import static_report
+
+    rows = [_missing_row(j) for j in missing]
+    for job in jobs:
+        try:
+            spec = load_spec(job.exercise.spec_path)
+            rep = static_report(spec, job.folder, arch)
+        except SpecError as exc:
+            rows.append(Row(job.student, job.exercise.name, "error", 0.0, None, False, 0.0, 0.0, None, 0, 4, False,
+                            "", str(exc)))
+            continue
+        if rep.problems:
+            more = f" (and {len(rep.problems) - 1} more)" if len(rep.problems) > 1 else ""
+            rows.append(Row(job.student, job.exercise.name, "not_graded", 0.0, spec.total_points, False, 0.0, 0.0,
+                            None, 0, 3, False, "", rep.problems[0] + more))
+        else:
+            checked = "no problem found by the static checks" + ("" if rep.compiled else "; kernel.cu was NOT compiled")
+            rows.append(Row(job.student, job.exercise.name, "error", 0.0, spec.total_points, False, 0.0, 0.0, None,
+                            0, 4, False, "", f"not graded: {no_gpu} ({checked})"))
+    return sorted(rows, key=lambda r: (r.student, r.exercise))
+
 
 
 def run_batch(jobs: list[Job], out: Path, root: Path, gpus: list[str | None], fmt: str,
@@ -142,8 +187,7 @@ def run_batch(jobs: list[Job], out: Path, root: Path, gpus: list[str | None], fm
     out.mkdir(parents=True, exist_ok=True)
     rows: dict[tuple[str, str], Row] = {}
     for job in missing:
-        rows[(job.student, job.exercise.name)] = Row(job.student, job.exercise.name, "missing", 0.0, None, False,
-                                                     0.0, 0.0, None, 0, 3, False, f"no folder {job.folder}")
+        rows[(job.student, job.exercise.name)] = _missing_row(job)
     todo: queue.Queue[Job] = queue.Queue()
     for job in jobs:
         done = finished(out, job)
@@ -178,6 +222,7 @@ def run_batch(jobs: list[Job], out: Path, root: Path, gpus: list[str | None], fm
 
 
 def write_summaries(out: Path, rows: list[Row]) -> None:
+    """summary.csv and summary.json in ``out`` (each written atomically)."""
     fields = list(Row.__dataclass_fields__)
     with open(out / "summary.csv.partial", "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=fields)

@@ -1,8 +1,10 @@
 """``grade check``: is every exercise ready to hand out?
 
 Per exercise: the files exist; the spec is valid and its points add up; TODOs left by
-``grade new`` (reported, not failures); the solution and the stub pass the static checks (nvcc,
-``solve``'s signature, required/forbidden features); the negative controls (grader.controls) fail
+``grade new`` (reported, not failures); the stub is not the reference solution (exactly or in
+most of its lines, grader.leaks); the solution and the stub pass the static checks (compiled with
+NVRTC as grading does, ``solve``'s signature, required/forbidden features; skipped, and said so,
+when no compiler is installed); the negative controls (grader.controls) fail
 and the oracle passes; and, on a GPU, the reference solution gets full marks and the stub compiles
 and scores zero without a crash. What cannot run here is listed as skipped.
 """
@@ -42,6 +44,7 @@ def check_exercise(ex: Exercise, gpu: bool, controls: bool = True,
                    grade_fn: Callable[[Spec, Path, Path | None], object] | None = None) -> list[CheckRow]:
     """Every check for one exercise. ``grade_fn(spec, folder, reference)`` grades on the GPU
     (given only when ``gpu``)."""
+    from grader.leaks import stub_matches_solution
     from grader.static import static_report
 
     rows: list[CheckRow] = []
@@ -65,12 +68,25 @@ def check_exercise(ex: Exercise, gpu: bool, controls: bool = True,
     todos = _todos(ex)
     if todos:
         rows.append(CheckRow(ex.name, "TODOs", "todo", f"{len(todos)} left: " + ", ".join(todos[:6])))
+    match = stub_matches_solution(ex.solution, ex.template)
+    placeholder = any(TODO.search(p.read_text(errors="replace")) for p in ex.solution.glob("*") if p.is_file())
+    if match is not None and placeholder:
+        # a scaffold from `grade new`: its placeholder solution is a TODO, not yet an answer to give away
+        rows.append(CheckRow(ex.name, "stub: not the solution", "todo",
+                             match.describe(str(ex.template)) + " (the solution is still a TODO placeholder)"))
+    else:
+        add("stub: not the solution", match is None,
+            match.describe(str(ex.template)) if match else "the stub differs from the reference solution")
     for label, folder in (("solution", ex.solution), ("stub", ex.template)):
         if not folder.is_dir():
             continue
         rep = static_report(spec, folder, "sm_90")
-        add(f"{label}: static", rep.ok, "; ".join(rep.problems) or
-            (f"{len(rep.kernels)} kernel{'s' if len(rep.kernels) != 1 else ''} compiled for sm_90" if rep.kernels else "; ".join(rep.skipped[:1])))
+        if rep.problems or rep.compiled:
+            n = len(rep.kernels)
+            add(f"{label}: static", rep.ok, "; ".join(rep.problems) or
+                f"{n} kernel{'s' if n != 1 else ''} compiled with {rep.compiler} for sm_90")
+        else:
+            rows.append(CheckRow(ex.name, f"{label}: static", "skip", rep.skipped[0]))
     try:
         from grader.instance import load_oracle
         load_oracle(spec)

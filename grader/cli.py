@@ -170,9 +170,11 @@ def _emit_error(fmt: str, output: str | None, json_out: str | None, exercise: st
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for case generation and timing order.")
 @click.option("--case", "case_token", help="Re-run one case, as printed in a failure's 'reproduce' line.")
 @click.option("--no-timing", is_flag=True, help="Check correctness only.")
-@click.option("--compile-only", is_flag=True, help="No GPU needed: compile kernel.cu with nvcc, check solution.py, "
-              "print registers/shared memory/spills per kernel.")
-@click.option("--arch", default=None, help="Arch for --compile-only (default: this GPU's, else sm_90).")
+@click.option("--compile-only", is_flag=True, help="No GPU needed: compile kernel.cu with NVRTC (as grading does), "
+              "check solution.py and the features, print registers/shared memory/spills per kernel. Not graded: "
+              "nothing runs. Exit 4 when kernel.cu could not be compiled here.")
+@click.option("--arch", default=None, help="Arch for --compile-only, e.g. sm_90 or sm_90a (default: this GPU's, "
+              "else sm_90).")
 @click.option("--fail-under", type=float, default=None, help="Exit 1 when the score is below this many points.")
 @click.option("--accept-implausible", is_flag=True, help="Instructors, after review: keep the performance points "
               "of a result flagged as physically implausible (above the measured ceiling or far faster than the "
@@ -212,6 +214,11 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
     if sanitize or sanitize_tools is not None:
         tools = _sanitize_options(sanitize_tools, compile_only, backend, fmt)
 
+    if arch is not None:
+        from grader.static import arch_problem
+        why = arch_problem(arch)
+        if why:
+            raise click.BadParameter(why, param_hint="--arch")
     r = _root(root)
     ex = _exercises(r, [exercise])[0]
     if submission is not None and not submission.strip():
@@ -266,7 +273,7 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
         if why is not None:
             _emit_error(fmt, output, json_out, ex.name, str(sub), "no_gpu",
                         f"{why}: grading runs kernels on a GPU. Without one, `grade {ex.name} --compile-only` "
-                        "compiles kernel.cu with nvcc and prints the static report.", EXIT_ERROR, spec.total_points)
+                        "compiles kernel.cu and prints the static report.", EXIT_ERROR, spec.total_points)
         info = dev.detect()
     limit = time_limit or spec.limits.total_s
     signal.signal(signal.SIGALRM, _on_alarm)
@@ -458,16 +465,22 @@ def _exit_code(result, fail_under: float | None) -> int:  # type: ignore[no-unty
 
 def _compile_only(spec, submission: Path, arch: str | None, fmt: str = "text", output: str | None = None,
                   json_out: str | None = None) -> int:  # type: ignore[no-untyped-def]
+    """The static report (see grader.static); returns the exit code: 0 no problem and kernel.cu
+    compiled, 3 a problem of the submission, 4 kernel.cu could not be compiled here (no compiler)."""
     from rich.table import Table
     from grader import device as dev
-    from grader.report.formats import render_static, write
+    from grader.report.formats import render_static, static_verdict, write
     from grader.static import static_report
 
     if arch is None:
         info = dev.detect()
         arch = info.arch if info else "sm_90"
-    rep = static_report(spec, submission, arch)
-    code = EXIT_OK if rep.ok else EXIT_NOT_GRADED
+    try:
+        rep = static_report(spec, submission, arch)
+    except Exception as exc:  # noqa: BLE001 - a grader bug: say so and still write the result file
+        _emit_error(fmt, output, json_out, spec.name, str(submission), "grader_error",
+                    f"grader error in the static checks: {type(exc).__name__}: {exc}", EXIT_ERROR)
+    code = EXIT_NOT_GRADED if rep.problems else EXIT_OK if rep.compiled else EXIT_ERROR
     if json_out:
         write(render_static(spec, submission, rep, "json", code), Path(json_out))
     if fmt != "text":
@@ -481,6 +494,8 @@ def _compile_only(spec, submission: Path, arch: str | None, fmt: str = "text", o
         write(render_static(spec, submission, rep, "text", code), Path(output))
     console = Console()
     console.rule(f"[bold]{spec.name}[/]: static report for {escape(str(submission))} ({arch})")
+    if rep.compiled:
+        console.print(f"kernel.cu compiled with {escape(rep.compiler)} for {arch}", highlight=False)
     if rep.kernels:
         t = Table(show_edge=False)
         for col in ("kernel", "registers", "shared B", "stack B", "spill stores B", "spill loads B"):
@@ -495,8 +510,8 @@ def _compile_only(spec, submission: Path, arch: str | None, fmt: str = "text", o
         console.print(f"[yellow]warning:[/] {escape(w)}", highlight=False)
     for s in rep.skipped:
         console.print(f"[yellow]not checked here:[/] {escape(s)}", highlight=False)
-    if rep.ok:
-        console.print("[green]no problems found[/]")
+    color = "red" if rep.problems else "green" if rep.compiled else "yellow"
+    console.print(f"[{color}]{escape(static_verdict(rep))}[/]", highlight=False)
     return code
 
 
@@ -675,17 +690,23 @@ def batch_cmd(submissions: str, names: str, gpus: str, out: str, fmt: str, mode:
     gpu_list: list[str | None] = [g.strip() for g in gpus.split(",") if g.strip()] or [None]
     if not all(g is None or g.isdigit() for g in gpu_list):
         raise click.BadParameter(f"{gpus!r} is not a comma-separated list of GPU indices", param_hint="--gpus")
-    info = None
-    if backend != "host":
-        info = _detect_gpu()
-        if info is None:
-            from grader.device import unavailable_reason
-            click.echo(f"grade: {unavailable_reason()}: batch grading runs kernels on a GPU", err=True)
-            sys.exit(EXIT_ERROR)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise click.BadParameter(f"cannot create {out}: {exc.strerror or exc}", param_hint="--out") from None
+    info = None
+    if backend != "host":
+        info = _detect_gpu()
+        if info is None:  # record what can be found without a GPU, then the no-GPU exit
+            from grader.device import unavailable_reason
+            why = unavailable_reason() or "no GPU"
+            rows = gb.static_rows(jobs, missing, why)
+            gb.write_summaries(out_dir, rows)
+            bad = sum(r.status in ("not_graded", "missing") for r in rows)
+            click.echo(f"grade: {why}: batch grading runs kernels on a GPU; nothing was graded. The static checks "
+                       f"found {bad} submission(s) that cannot be graded: {out_dir / 'summary.csv'} (column reason)",
+                       err=True)
+            sys.exit(EXIT_ERROR)
     extra = (["--mode", mode] + (["--backend", backend] if backend != "auto" else [])
              + (["--case-limit", str(case_limit)] if case_limit else []))
     reference_times = _shared_reference_times(r, exs, out_dir, info) if info is not None else None

@@ -169,6 +169,10 @@ def static_check(spec: Spec, submission: Path) -> tuple[str, str] | None:
     for f in SUBMISSION_FILES:
         if not (submission / f).is_file():
             return "bad_submission", f"{submission / f}: missing; a submission is a folder with {' and '.join(SUBMISSION_FILES)}"
+    for f in SUBMISSION_FILES:
+        undecodable = not_utf8(submission / f)
+        if undecodable:
+            return "bad_submission", undecodable
     sources = {f: _strip_comments((submission / f).read_text(errors="replace"), f) for f in SUBMISSION_FILES}
     for pattern in spec.forbidden:
         for f, text in sources.items():
@@ -179,6 +183,19 @@ def static_check(spec: Spec, submission: Path) -> tuple[str, str] | None:
     for pattern in spec.required:
         if not re.search(pattern, sources["kernel.cu"]):
             return "required", f"kernel.cu: does not use {pattern!r}, which this exercise requires ([features] required)"
+    return None
+
+
+def not_utf8(path: Path) -> str | None:
+    """``FILE:LINE: ...`` (one line, with the fix) when ``path`` is not UTF-8 text, which is how
+    Python and NVRTC read a submission's files; None when it is."""
+    data = path.read_bytes()
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        return (f"{path.name}:{line}: byte 0x{data[exc.start]:02X} is not UTF-8 text; fix: save {path.name} as "
+                f"UTF-8 (or write that character in plain ASCII)")
     return None
 
 

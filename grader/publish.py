@@ -1,35 +1,45 @@
 """``grade publish OUT/``: the student bundle, and the checks that it gives nothing away.
 
-The bundle holds the grader package, ``pyproject.toml``, the calibration files, each published
-exercise's ``exercises/<name>/`` (spec without hidden checks, README, oracle) and its stub as
+The bundle holds the grader package, ``pyproject.toml``, the calibration files,
+``docs/spec-format.md`` (the specs point to it), each published exercise's
+``exercises/<name>/`` (spec without hidden checks, README, oracle) and its stub as
 ``student_template/<name>/``, and a student README. Nothing from ``solutions/``, ``tests/`` or
-``benchmarks/``. Then it checks its own output:
+``benchmarks/``. Hidden checks are removed from a spec by editing its TOML document (tomlkit), so
+every comment and the rest of the text stay as the instructor wrote them. Then it checks its own
+output:
 
-- leaks: no file contains a line of a reference solution that is not in the matching stub
-  (blank, brace-only, comment and very short lines excepted, and lines that the grader's own code
-  or any stub has anyway, such as ``import numpy as np``);
-- hidden settings: no hidden edge case or benchmark, no grading secret;
-- install: the bundle installs (``pip install --no-deps`` into a fresh virtual environment that
-  sees this environment's packages) and ``grade <first exercise>`` runs there, to a grade or the
-  one-line no-GPU message.
+- stubs: no stub is its reference solution, exactly or in most of its lines (grader.leaks);
+- leaks: no file contains a line (code or comment) of a reference solution that is not in the
+  matching stub (blank, brace-only and very short lines excepted, and lines that the grader's own
+  code or another exercise's stub has anyway, such as ``import numpy as np``);
+- hidden settings: no hidden edge case or benchmark, no grading secret; every ``docs/...`` file
+  that the bundle mentions is in it;
+- install: the bundle installs (``pip install --no-deps`` into a fresh virtual environment whose
+  ``.pth`` file lists the site-packages folders of the environment ``grade`` runs in, so it sees
+  this environment's packages, also from inside a venv) and ``grade <first exercise>`` runs there,
+  to a grade or the one-line no-GPU message. The build uses this environment's own setuptools
+  (``--no-build-isolation --no-index``: no package index needed), else pip's isolated build (as a
+  student's ``pip install`` does; it needs the package index).
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shutil
 import subprocess
+import sys
 import tomllib
 import venv
 from dataclasses import dataclass
 from pathlib import Path
 
 from grader.check import TODO
+from grader.leaks import normal as _normal, solution_only_lines, stub_matches_solution
 from grader.spec import Exercise, load_spec
 
-TRIVIAL = re.compile(r"^[\s{}()\[\];,:.]*$")
-COMMENT = re.compile(r"^\s*(//|#|/\*|\*|\"\"\"|''')")
-MIN_LINE_CHARS = 8
+DOCS = ("docs/spec-format.md",)  # shipped with the bundle: the specs and the grader's messages name it
+DOC_REFERENCE = re.compile(r"\bdocs/[\w.-]+\.(?:md|toml|yml)\b")
 TEXT_SUFFIXES = {".py", ".cu", ".cuh", ".h", ".toml", ".md", ".txt", ".json", ".cfg", ".yml", ".yaml"}
 
 
@@ -43,47 +53,92 @@ class PublishReport:
     install: str
 
 
-def _normal(line: str) -> str | None:
-    s = " ".join(line.split())
-    if not s or TRIVIAL.match(s) or COMMENT.match(s) or len(s.replace(" ", "")) < MIN_LINE_CHARS:
-        return None
-    return s
+_HEADER = re.compile(r"^\s*(\[\[|\[)\s*([^\]]+?)\s*\]\]?\s*(?:#.*)?$")
+HIDDEN_ARRAYS = {"edge_cases": "cases", "benchmark": "benchmarks"}
 
 
-def solution_only_lines(ex: Exercise) -> dict[str, str]:
-    """Normalised lines of the reference solution that the stub does not have -> 'file:line'."""
-    leaks: dict[str, str] = {}
-    for name in ("kernel.cu", "solution.py"):
-        sol, stub = ex.solution / name, ex.template / name
-        if not sol.is_file():
+def _hidden_spans(text: str, raw: dict) -> list[tuple[int, int]]:
+    """Line ranges [start, end) of the hidden ``[[edge_cases]]`` and ``[[benchmark]]`` entries of
+    ``text`` (parsed as ``raw``): from the comment lines right above an entry's header (they describe
+    it) to its last non-comment line (comments after it describe what follows)."""
+    lines = text.splitlines()
+    spans, seen = [], {k: -1 for k in HIDDEN_ARRAYS}
+    current: tuple[str, int, int] | None = None
+
+    def close(end: int) -> None:
+        if current is None:
+            return
+        name, index, start = current
+        if not raw[name][index].get("hidden"):
+            return
+        while end > start + 1 and (not lines[end - 1].strip() or lines[end - 1].lstrip().startswith("#")):
+            end -= 1
+        while start > 0 and lines[start - 1].lstrip().startswith("#"):
+            start -= 1
+        spans.append((start, end))
+
+    for i, line in enumerate(lines):
+        m = _HEADER.match(line)
+        if not m:
             continue
-        stub_lines = {_normal(x) for x in stub.read_text(errors="replace").splitlines()} if stub.is_file() else set()
-        for i, line in enumerate(sol.read_text(errors="replace").splitlines(), 1):
-            n = _normal(line)
-            if n and n not in stub_lines:
-                leaks.setdefault(n, f"solutions/{ex.name}/{name}:{i}")
-    return leaks
+        name = m[2].strip()
+        if current is not None and name.split(".")[0].strip("\"'") == current[0] and name != current[0]:
+            continue  # a sub-table of the current entry
+        close(i)
+        current = None
+        if m[1] == "[[" and name in HIDDEN_ARRAYS:
+            seen[name] += 1
+            current = (name, seen[name], i)
+    close(len(lines))
+    return spans
+
+
+def published_spec_text(text: str) -> str | None:
+    """``text`` (a spec.toml) without its hidden edge cases and benchmark shapes (and the comments
+    right above them), their numbers recorded in ``[exercise] hidden``; every other line kept as it
+    was. None when nothing is hidden.
+
+    Raises:
+        ValueError: the edited text does not parse to the spec without its hidden entries (a layout
+            this line-based edit does not understand); the message says so.
+    """
+    import tomlkit
+
+    raw = tomllib.loads(text)
+    removed = {label: sum(bool(e.get("hidden")) for e in raw.get(key, [])) for key, label in HIDDEN_ARRAYS.items()}
+    if not any(removed.values()):
+        return None
+    lines = text.splitlines(keepends=True)
+    for start, end in sorted(_hidden_spans(text, raw), reverse=True):
+        del lines[start:end]
+    doc = tomlkit.parse("".join(lines))
+    before = raw["exercise"].get("hidden", {})
+    counts = tomlkit.inline_table()
+    counts.update({k: int(before.get(k, 0)) + n for k, n in removed.items()})
+    doc["exercise"]["hidden"] = counts
+    doc["exercise"]["hidden"].comment(f"{removed['cases']} hidden edge case(s) and {removed['benchmarks']} "
+                                      "hidden benchmark shape(s) removed by grade publish")
+    published = tomlkit.dumps(doc)
+    expected = {k: v for k, v in raw.items()}
+    for key in HIDDEN_ARRAYS:
+        if key in raw:
+            kept = [e for e in raw[key] if not e.get("hidden")]
+            if kept:
+                expected[key] = kept
+            else:
+                expected.pop(key)
+    expected["exercise"] = {**raw["exercise"], "hidden": dict(counts)}
+    if tomllib.loads(published) != expected:
+        raise ValueError("removing the hidden checks from this spec.toml changed more than them; fix: put each "
+                         "hidden [[edge_cases]]/[[benchmark]] entry in its own block of plain key = value lines")
+    return published
 
 
 def _published_spec(ex: Exercise, dest: Path) -> None:
-    """Copy spec.toml, dropping hidden edge cases and benchmark shapes and recording their counts."""
-    import tomli_w
-
+    """Write the published spec.toml (hidden checks removed, see published_spec_text)."""
     text = ex.spec_path.read_text()
-    raw = tomllib.loads(text)
-    cases = raw.get("edge_cases", [])
-    benches = raw.get("benchmark", [])
-    hidden_cases = sum(bool(c.get("hidden")) for c in cases)
-    hidden_benches = sum(bool(b.get("hidden")) for b in benches)
-    if not hidden_cases and not hidden_benches:
-        dest.write_text(text)
-        return
-    raw["edge_cases"] = [c for c in cases if not c.get("hidden")]
-    raw["benchmark"] = [b for b in benches if not b.get("hidden")]
-    raw["exercise"]["hidden"] = {"cases": hidden_cases + raw["exercise"].get("hidden", {}).get("cases", 0),
-                                 "benchmarks": hidden_benches + raw["exercise"].get("hidden", {}).get("benchmarks", 0)}
-    dest.write_text(f"# Published for students: {hidden_cases} hidden edge case(s) and {hidden_benches} hidden "
-                    "benchmark shape(s) removed.\n" + tomli_w.dumps(raw))
+    published = published_spec_text(text)
+    dest.write_text(text if published is None else published)
 
 
 def student_readme(exercises: list[Exercise]) -> str:
@@ -134,6 +189,11 @@ def publish(root: Path, out: Path, exercises: list[Exercise], check_install: boo
     shutil.copytree(package, out / "grader", ignore=ignore)
     pyproject = root / "pyproject.toml" if (root / "pyproject.toml").is_file() else package.parent / "pyproject.toml"
     shutil.copy2(pyproject, out / "pyproject.toml")
+    for doc in DOCS:
+        src = next((d / doc for d in (root, package.parent) if (d / doc).is_file()), None)
+        if src is not None:
+            (out / doc).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, out / doc)
     if (root / "calibration").is_dir():
         shutil.copytree(root / "calibration", out / "calibration", ignore=ignore)
     for ex in exercises:
@@ -158,7 +218,11 @@ def check_bundle(out: Path, exercises: list[Exercise]) -> list[str]:
     problems = []
     leaks: dict[str, str] = {}
     for ex in exercises:
-        leaks.update(solution_only_lines(ex))
+        stub = out / "student_template" / ex.name
+        leaks.update(solution_only_lines(ex.solution, stub, f"solutions/{ex.name}"))
+        match = stub_matches_solution(ex.solution, stub)
+        if match is not None:
+            problems.append(match.describe(f"student_template/{ex.name}"))
         pub = out / "exercises" / ex.name
         for needed in ("README.md", "reference.py", "spec.toml"):
             if not (pub / needed).is_file():
@@ -168,12 +232,19 @@ def check_bundle(out: Path, exercises: list[Exercise]) -> list[str]:
         for path in sorted(pub.glob("*")):
             if path.is_file() and TODO.search(path.read_text(errors="replace")):
                 problems.append(f"exercises/{ex.name}/{path.name}: still has TODO markers; fix them before publishing")
-    # Lines that public material has anyway (the grader's own code, any stub) give nothing away.
-    public = [*(out / "grader").rglob("*.py"), *(out / "student_template").rglob("*")]
-    for path in public:
+    # Lines that public material has anyway (the grader's own code, another exercise's stub) give
+    # nothing away. A stub's own lines are left out of its solution's lines already, and a stub
+    # that is its solution is caught above.
+    for path in (out / "grader").rglob("*.py"):
+        for line in path.read_text(errors="replace").splitlines():
+            leaks.pop(_normal(line) or "", None)
+    for path in (out / "student_template").rglob("*"):
         if path.is_file():
+            exercise = path.relative_to(out / "student_template").parts[0]
             for line in path.read_text(errors="replace").splitlines():
-                leaks.pop(_normal(line) or "", None)
+                n = _normal(line)
+                if n in leaks and not leaks[n].startswith(f"solutions/{exercise}/"):
+                    leaks.pop(n)
     secret = os.environ.get("GRADER_SECRET")
     for path in sorted(out.rglob("*")):
         if not path.is_file() or path.suffix not in TEXT_SUFFIXES:
@@ -185,6 +256,9 @@ def check_bundle(out: Path, exercises: list[Exercise]) -> list[str]:
             if n in leaks:
                 problems.append(f"{rel}:{i}: contains a line of the reference solution ({leaks[n]}); "
                                 "fix: remove it from the stub or the exercise files")
+        for ref in sorted(set(DOC_REFERENCE.findall(text))):
+            if not (out / ref).is_file():
+                problems.append(f"{rel}: mentions {ref}, which is not in the bundle; fix: ship it or drop the mention")
         if secret and secret in text:
             problems.append(f"{rel}: contains the grading secret ($GRADER_SECRET); fix: remove it")
         if path.name == "spec.toml":
@@ -205,8 +279,8 @@ def check_bundle(out: Path, exercises: list[Exercise]) -> list[str]:
 
 def check_installs(out: Path, exercise: str | None) -> tuple[str, str | None]:
     """Install the bundle into a fresh virtual environment (``--no-deps``; dependencies come from
-    this environment's site-packages) and run ``grade EXERCISE`` there. Returns (what happened,
-    problem or None)."""
+    this environment's site-packages, see visible_site_packages) and run ``grade EXERCISE`` there.
+    Returns (what happened, problem or None)."""
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="grade-publish-check-") as tmp:
@@ -215,14 +289,43 @@ def check_installs(out: Path, exercise: str | None) -> tuple[str, str | None]:
         return _install_and_run(env_dir, copy, exercise)
 
 
+def visible_site_packages() -> list[str]:
+    """The site-packages folders of the environment ``grade`` runs in (a venv's own, and the base
+    interpreter's or the user's when this environment sees them), in import order."""
+    return [p for p in dict.fromkeys(sys.path)
+            if Path(p).name in ("site-packages", "dist-packages") and Path(p).is_dir()]
+
+
+def _pip_install(py: Path, bundle: Path) -> subprocess.CompletedProcess:
+    """``pip install --no-deps bundle``: built with this environment's own setuptools and no package
+    index when it has setuptools (fast, and works offline); else, or when that fails, with pip's
+    isolated build, which downloads setuptools from the package index."""
+    base = [str(py), "-m", "pip", "install", "-q", "--no-deps", "--disable-pip-version-check"]
+    tries = [[*base, str(bundle)]]
+    if importlib.util.find_spec("setuptools") is not None:
+        tries.insert(0, [*base, "--no-build-isolation", "--no-index", str(bundle)])
+    proc = None
+    for cmd in tries:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+        if proc.returncode == 0:
+            break
+    return proc  # type: ignore[return-value]
+
+
 def _install_and_run(env_dir: Path, out: Path, exercise: str | None) -> tuple[str, str | None]:
     """Install ``out`` into a new venv at ``env_dir`` (the caller removes both) and run grade there."""
-    venv.EnvBuilder(with_pip=False, system_site_packages=True).create(env_dir)
+    venv.EnvBuilder(with_pip=False, system_site_packages=False).create(env_dir)
     py = env_dir / "bin" / "python"
-    pip = subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", str(out)],
-                         capture_output=True, text=True, timeout=900)
+    purelib = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             capture_output=True, text=True, timeout=60).stdout.strip()
+    # plain paths (no `import` line): this environment's packages, not its .pth hooks (an editable
+    # install of the course's own grader would otherwise shadow the bundle's)
+    Path(purelib, "_grade_publish_check.pth").write_text("\n".join(visible_site_packages()) + "\n")
+    pip = _pip_install(py, out)
     if pip.returncode != 0:
-        return "install failed", f"the bundle does not install: {(pip.stderr or pip.stdout).strip().splitlines()[-1]}"
+        lines = (pip.stderr or pip.stdout).strip().splitlines() or ["no output"]
+        return "install failed", (f"the bundle does not install: {lines[-1]} (pip install --no-deps; without a "
+                                  "package index, pip builds with this environment's setuptools, which needs >= 70.1)")
     if exercise is None:
         return "installed", None
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "GRADER_SECRET")}
@@ -233,4 +336,3 @@ def _install_and_run(env_dir: Path, out: Path, exercise: str | None) -> tuple[st
         return "grade failed", f"`grade {exercise[:4]}` in the installed bundle failed (exit {run.returncode}): {text.strip()[-300:]}"
     how = "no GPU here: one-line message" if run.returncode == 4 else f"graded (exit {run.returncode})"
     return f"installed; `grade {exercise[:4]}` ran ({how})", None
-

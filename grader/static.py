@@ -1,6 +1,8 @@
-"""What can be checked without a GPU: compile ``kernel.cu`` with nvcc (errors as ``kernel.cu:LINE``,
-registers / shared memory / spills per kernel from ``-Xptxas -v``), parse ``solution.py`` and look
-for ``solve`` with the right number of arguments, and the spec's required/forbidden features."""
+"""What can be checked without a GPU: compile ``kernel.cu`` with NVRTC, the compiler grading uses
+(through CuPy; errors as ``kernel.cu:LINE``, registers / shared memory / spills per kernel from
+``-Xptxas -v``), or with nvcc when NVRTC cannot be loaded here (said as a warning: the two differ);
+parse ``solution.py`` and look for ``solve`` with the right number of arguments; and the spec's
+required/forbidden features. What did not run is listed in the report, never passed over."""
 from __future__ import annotations
 
 import ast
@@ -14,6 +16,12 @@ from pathlib import Path
 from grader.kernel import parse_compiler_log
 from grader.spec import Spec
 
+# What CuPy adds to a RawModule's options when it compiles with NVRTC (cupy.cuda.compiler):
+# grading compiles kernel.cu this way, so the static check does too.
+CUPY_NVRTC_OPTIONS: tuple[str, ...] = ("-ftz=true", "--device-as-default-execution-space")
+# Architectures NVRTC 13 accepts, for the message when it cannot be asked.
+KNOWN_ARCHES: tuple[int, ...] = (75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121)
+_ARCH = re.compile(r"^sm_(\d+)([af]?)$")
 _PTXAS_FUNC = re.compile(r"Compiling entry function '(\w+)' for '(sm_\w+)'")
 _PTXAS_USED = re.compile(r"Used (\d+) registers(?:.*?(\d+) bytes smem)?")
 _PTXAS_PROPS = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
@@ -40,14 +48,112 @@ class StaticReport:
     skipped: tuple[str, ...]
     arch: str
     warnings: tuple[str, ...] = ()
+    compiler: str | None = None  # what compiled kernel.cu ("NVRTC 13.0", "nvcc"); None: it was NOT compiled
 
     @property
     def ok(self) -> bool:
+        """No problem found (``compiled`` says whether kernel.cu was compiled at all)."""
         return not self.problems
+
+    @property
+    def compiled(self) -> bool:
+        return self.compiler is not None
 
 
 def nvcc_path() -> str | None:
+    """nvcc on PATH, or None."""
     return shutil.which("nvcc")
+
+
+def _nvrtc():  # type: ignore[no-untyped-def]
+    from cupy_backends.cuda.libs import nvrtc
+    nvrtc.getVersion()  # loads libnvrtc: raises when it is not installed
+    return nvrtc
+
+
+def nvrtc_unavailable() -> str | None:
+    """Why NVRTC (CuPy's compiler, the one grading uses) cannot be used here, or None when it can.
+    It needs no GPU: only libnvrtc (the ``nvidia-cuda-nvrtc`` wheel, a dependency of the grader)."""
+    try:
+        _nvrtc()
+    except Exception as exc:  # noqa: BLE001 - CuPy missing, libnvrtc missing or broken: all say the same
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return f"NVRTC cannot be loaded ({first[:160]}; it comes with `pip install nvidia-cuda-nvrtc`)"
+    return None
+
+
+def nvrtc_version() -> str:
+    """NVRTC's version as "13.0". Raises when NVRTC cannot be loaded (see nvrtc_unavailable)."""
+    major, minor = _nvrtc().getVersion()
+    return f"{major}.{minor}"
+
+
+def supported_arches() -> tuple[int, ...]:
+    """Compute capabilities this NVRTC compiles for (e.g. 90 for sm_90); KNOWN_ARCHES without NVRTC."""
+    try:
+        nvrtc = _nvrtc()
+        return tuple(int(a) for a in nvrtc.getSupportedArchs())
+    except Exception:  # noqa: BLE001
+        return KNOWN_ARCHES
+
+
+def arch_problem(arch: str) -> str | None:
+    """Why ``arch`` (e.g. "sm_90", "sm_90a") is not a target the compiler takes, listing the valid
+    values; None when it is."""
+    known = supported_arches()
+    m = _ARCH.match(arch)
+    if m and int(m[1]) in known and (not m[2] or int(m[1]) >= (90 if m[2] == "a" else 100)):
+        return None
+    listed = ", ".join(f"sm_{a}" for a in known)
+    return (f"{arch!r} is not a GPU architecture; valid values: {listed} (with an 'a' suffix for "
+            f"architecture-specific features from sm_90 on, e.g. sm_90a)")
+
+
+def grading_options(options: tuple[str, ...] | list[str], arch: str) -> list[str]:
+    """The NVRTC options grading compiles kernel.cu with for ``arch``: the exercise's ``options``
+    (without an -arch of its own) as CuPy's RawModule assembles them (CuPy's and the CUDA
+    toolkit's include folders), the architecture, and what CuPy adds (CUPY_NVRTC_OPTIONS)."""
+    opts = tuple(o for o in options if not o.startswith(("-arch", "--gpu-architecture")))
+    try:
+        from cupy._core.core import assemble_cupy_compiler_options
+        opts = tuple(assemble_cupy_compiler_options(opts))
+    except Exception:  # noqa: BLE001 - another CuPy: the exercise's options alone
+        pass
+    return [*opts, f"-arch={arch}", *CUPY_NVRTC_OPTIONS]
+
+
+def compile_with_nvrtc(source: Path, arch: str, options: tuple[str, ...] = ()) -> tuple[list[str], list[StaticKernel]]:
+    """Compile ``source`` for ``arch`` (e.g. "sm_90") with NVRTC as grading does (the exercise's
+    ``options`` as CuPy assembles them, see grading_options; the file is compiled from a private
+    temporary folder, as CuPy does, so a relative ``#include`` fails here as it would when graded),
+    with ``-Xptxas -v`` for the per-kernel resources.
+
+    Returns (problems as ``kernel.cu:LINE: error: msg`` lines, kernels). Raises whatever loading
+    NVRTC raises when it is not installed (check nvrtc_unavailable first).
+    """
+    nvrtc = _nvrtc()
+    opts = grading_options(options, arch)
+    text = source.read_text(encoding="utf-8")
+    with tempfile.TemporaryDirectory() as tmp:
+        name = str(Path(tmp) / source.name)
+        prog = nvrtc.createProgram(text, name, [], [])
+        try:
+            try:
+                nvrtc.compileProgram(prog, [*opts, "-Xptxas=-v"])
+                failed = False
+            except nvrtc.NVRTCError:
+                failed = True
+            log = nvrtc.getProgramLog(prog)
+        finally:
+            nvrtc.destroyProgram(prog)
+    log = (log.decode(errors="replace") if isinstance(log, bytes) else log).replace("\x00", "")
+    log = log.replace(name, source.name).replace(tmp, "")
+    diags = parse_compiler_log(log, source.name)
+    problems = [f"{source.name}:{ln}: {kind}: {msg}" for ln, kind, msg in diags if kind != "warning"]
+    if failed and not problems:
+        lines = [ln for ln in log.strip().splitlines() if ln.strip()]
+        problems = [f"{source.name}: NVRTC failed: {' / '.join(lines[-3:]) if lines else 'no log'}"]
+    return problems, ([] if failed else _parse_ptxas(log))
 
 
 def compile_with_nvcc(source: Path, arch: str, options: tuple[str, ...] = ()) -> tuple[list[str], list[StaticKernel]]:
@@ -62,7 +168,7 @@ def compile_with_nvcc(source: Path, arch: str, options: tuple[str, ...] = ()) ->
     opts = [o for o in options if not o.startswith(("-arch", "--gpu-architecture"))]
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [nvcc, f"-arch={arch}", "-cubin", "-Xptxas", "-v", *opts, "-o", str(Path(tmp) / "k.cubin"), str(source)]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=300)
     log = (proc.stdout + proc.stderr).replace(str(source), source.name)
     diags = parse_compiler_log(log, source.name)
     problems = [f"{source.name}:{ln}: {kind}: {msg}" for ln, kind, msg in diags if kind != "warning"]
@@ -76,28 +182,31 @@ def compile_with_nvcc(source: Path, arch: str, options: tuple[str, ...] = ()) ->
 
 
 def ptx_of(source: Path, options: tuple[str, ...], arch: str) -> str | None:
-    """The PTX of ``source`` for ``arch`` (e.g. "sm_90"), compiled with nvcc when it is on PATH,
-    else with NVRTC through CuPy; None when neither is available or the source does not compile
-    (the compile error is reported elsewhere)."""
+    """The PTX of ``source`` for ``arch`` (e.g. "sm_90"), compiled with NVRTC as grading does, else
+    with nvcc when NVRTC cannot be loaded here; None when neither is available or the source does
+    not compile (the compile error is reported elsewhere)."""
     virtual = "compute_" + arch.removeprefix("sm_")
     opts = [o for o in options if not o.startswith(("-arch", "--gpu-architecture"))]
-    nvcc = nvcc_path()
-    if nvcc is not None:
-        with tempfile.TemporaryDirectory() as tmp:
-            out = Path(tmp) / "k.ptx"
-            proc = subprocess.run([nvcc, f"-arch={virtual}", "-ptx", *opts, "-o", str(out), str(source)],
-                                  capture_output=True, text=True, timeout=300)
-            return out.read_text() if proc.returncode == 0 and out.is_file() else None
-    try:
-        from cupy_backends.cuda.libs import nvrtc
-        prog = nvrtc.createProgram(source.read_text(), source.name, [], [])
+    if nvrtc_unavailable() is None:
         try:
-            nvrtc.compileProgram(prog, [f"-arch={virtual}", *opts])
-            return nvrtc.getPTX(prog).decode() if isinstance(nvrtc.getPTX(prog), bytes) else nvrtc.getPTX(prog)
-        finally:
-            nvrtc.destroyProgram(prog)
-    except Exception:  # no CuPy/NVRTC here, or the source does not compile
+            nvrtc = _nvrtc()
+            prog = nvrtc.createProgram(source.read_text(encoding="utf-8"), source.name, [], [])
+            try:
+                nvrtc.compileProgram(prog, grading_options(options, virtual))
+                ptx = nvrtc.getPTX(prog)
+                return ptx.decode(errors="replace") if isinstance(ptx, bytes) else ptx
+            finally:
+                nvrtc.destroyProgram(prog)
+        except Exception:  # noqa: BLE001 - the source does not compile
+            return None
+    nvcc = nvcc_path()
+    if nvcc is None:
         return None
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "k.ptx"
+        proc = subprocess.run([nvcc, f"-arch={virtual}", "-ptx", *opts, "-o", str(out), str(source)],
+                              capture_output=True, text=True, errors="replace", timeout=300)
+        return out.read_text() if proc.returncode == 0 and out.is_file() else None
 
 
 def _parse_ptxas(log: str) -> list[StaticKernel]:
@@ -171,27 +280,38 @@ def check_kernel_names(kernel: Path, solution: Path) -> list[str]:
 
 
 def static_report(spec: Spec, submission: Path, arch: str = "sm_90") -> StaticReport:
-    """Everything that can be checked without a GPU; see the module docstring."""
+    """Everything that can be checked without a GPU; see the module docstring. kernel.cu is
+    compiled with NVRTC (as grading does), else with nvcc and a warning that the two differ, else
+    not at all: then ``compiler`` is None and ``skipped`` says that kernel.cu was NOT compiled."""
     from grader.grade import static_check  # the grader's own submission checks
 
-    problems, kernels, skipped = [], [], []
+    problems, kernels, skipped, warnings = [], [], [], []
     bad = static_check(spec, submission)
     if bad and bad[0] == "bad_submission":
-        return StaticReport((bad[1],), (), (), arch)
+        return StaticReport((bad[1],), (), (f"everything else: {submission} could not be read as a submission",), arch)
     if bad:
         problems.append(bad[1])
     problems += check_solution_py(submission / "solution.py", len(spec.arg_order))
     problems += check_kernel_names(submission / "kernel.cu", submission / "solution.py")
-    if nvcc_path() is None:
-        skipped.append("compiling kernel.cu (nvcc is not on PATH; install the CUDA toolkit to check it here)")
-    else:
+    compiler: str | None = None
+    why_not = nvrtc_unavailable()
+    if why_not is None:
+        errs, kernels = compile_with_nvrtc(submission / "kernel.cu", arch, spec.compile_options)
+        problems += errs
+        compiler = f"NVRTC {nvrtc_version()}"
+    elif nvcc_path() is not None:
         errs, kernels = compile_with_nvcc(submission / "kernel.cu", arch, spec.compile_options)
         problems += errs
-    warnings = []
-    if spec.required_ptx and not problems:
+        compiler = "nvcc"
+        warnings.append(f"kernel.cu was compiled with nvcc, not with NVRTC, the compiler grading uses ({why_not}): "
+                        "what nvcc accepts can still fail to compile when graded (NVRTC has no host headers such "
+                        "as <vector>)")
+    else:
+        skipped.append(f"compiling kernel.cu: it was NOT compiled ({why_not}; nvcc is not on PATH either)")
+    if spec.required_ptx and not problems and compiler is not None:
         ptx = ptx_of(submission / "kernel.cu", spec.compile_options, arch)
         missing = [p for p in spec.required_ptx if ptx is not None and not re.search(p, ptx)]
         warnings += [f"kernel.cu: its PTX has no instruction matching {p!r} ([features] required_ptx): it would "
                      f"score no performance points" for p in missing]
     skipped.append("running the kernel (correctness and timing need a GPU)")
-    return StaticReport(tuple(problems), tuple(kernels), tuple(skipped), arch, tuple(warnings))
+    return StaticReport(tuple(problems), tuple(kernels), tuple(skipped), arch, tuple(warnings), compiler)

@@ -97,15 +97,16 @@ def test_compile_only_warns_about_a_missing_required_instruction(runner):
     assert "warning:" in out.output and "required_ptx" in out.output
 
 
-def test_compile_only_checks_solve_without_nvcc(runner, tmp_path, monkeypatch):
+def test_compile_only_checks_solve_without_a_compiler(runner, tmp_path, monkeypatch):
     import grader.static as static
     monkeypatch.setattr(static, "nvcc_path", lambda: None)
+    monkeypatch.setattr(static, "nvrtc_unavailable", lambda: "NVRTC cannot be loaded (test)")
     (tmp_path / "kernel.cu").write_text("// nothing\n")
     (tmp_path / "solution.py").write_text("def solve(a, b):\n    pass\n")
     out = runner.invoke(cli.main, ["ex01", "--root", str(ROOT), "--compile-only", "--submission", str(tmp_path)])
     assert out.exit_code == cli.EXIT_NOT_GRADED
     assert "solve takes 2 positional arguments; the exercise passes 3" in out.output
-    assert "nvcc is not on PATH" in out.output
+    assert "NOT compiled (NVRTC cannot be loaded (test); nvcc is not on PATH either)" in out.output
 
 
 def test_host_grade_of_the_solution_writes_valid_json(runner, tmp_path):

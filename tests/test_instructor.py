@@ -121,6 +121,78 @@ def test_publish_a_subset_and_check_that_it_installs(runner, course, tmp_path):
     assert "installed; `grade ex91` ran" in out.output
 
 
+def test_a_stub_that_is_the_solution_is_refused_by_check_and_publish(runner, course, tmp_path):
+    """The instructor copied the reference over the stub: neither check nor publish may pass."""
+    for f in ("kernel.cu", "solution.py"):
+        shutil.copy2(course / "solutions" / "ex90_add" / f, course / "student_template" / "ex90_add" / f)
+    out = runner.invoke(cli.main, ["check", "ex90", "--root", str(course)])
+    assert out.exit_code == cli.EXIT_BELOW, out.output
+    assert "ex90_add/kernel.cu:1: the stub is a copy of the reference solution" in out.output
+    out = runner.invoke(cli.main, ["publish", str(tmp_path / "b"), "--root", str(course), "--no-install-check"])
+    assert out.exit_code == cli.EXIT_BELOW, out.output
+    assert "student_template/ex90_add/kernel.cu:1: the stub is a copy of the reference solution" in out.output
+
+
+def test_a_stub_with_most_of_the_solution_is_refused(runner, course, tmp_path):
+    sol = (course / "solutions" / "ex91_axpy" / "solution.py").read_text()
+    stub = course / "student_template" / "ex91_axpy"
+    (stub / "solution.py").write_text(sol.replace("y += (a * x).astype(y.dtype)", "pass  # TODO: y += a * x"))
+    shutil.copy2(course / "solutions" / "ex91_axpy" / "kernel.cu", stub / "kernel.cu")
+    out = runner.invoke(cli.main, ["publish", str(tmp_path / "b"), "--root", str(course), "--no-install-check"])
+    assert out.exit_code == cli.EXIT_BELOW, out.output
+    assert "student_template/ex91_axpy/kernel.cu:1: the stub has 6 of the 7 non-trivial lines" in out.output
+
+
+def test_publish_catches_a_solution_comment_in_the_assignment(runner, course, tmp_path):
+    hint = "    # the trick: cast the product back to y's dtype before adding"
+    sol = course / "solutions" / "ex91_axpy" / "solution.py"
+    sol.write_text(sol.read_text().replace("    y += ", hint + "\n    y += "))
+    readme = course / "exercises" / "ex91_axpy" / "README.md"
+    readme.write_text(readme.read_text() + hint.strip() + "\n")
+    out = runner.invoke(cli.main, ["publish", str(tmp_path / "b"), "--root", str(course), "--no-install-check"])
+    assert out.exit_code == cli.EXIT_BELOW, out.output
+    assert "exercises/ex91_axpy/README.md:" in out.output and "contains a line of the reference solution" in out.output
+
+
+def test_publish_keeps_every_comment_of_a_spec_with_hidden_checks_and_ships_the_format_doc(runner, course, tmp_path):
+    spec = course / "exercises" / "ex90_add" / "spec.toml"
+    text = spec.read_text().replace("[tolerance.float32]", "# Why 1e-6: one float32 rounding of a + b.\n"
+                                    "[tolerance.float32]")
+    text = text.replace("[[edge_cases]]\nn = 4099", "# the hidden one: past 4096\n[[edge_cases]]\nn = 4099")
+    spec.write_text(text)
+    out_dir = tmp_path / "bundle"
+    out = runner.invoke(cli.main, ["publish", str(out_dir), "--root", str(course), "--no-install-check"])
+    assert out.exit_code == 0, out.output
+    published = (out_dir / "exercises" / "ex90_add" / "spec.toml").read_text()
+    kept = [ln for ln in text.splitlines() if ln not in ("# the hidden one: past 4096", "n = 4099", "hidden = true")]
+    missing = [ln for ln in kept if ln not in published.splitlines() and ln != "[[edge_cases]]"]
+    assert missing == [] and published.count("[[edge_cases]]") == 2
+    assert "4099" not in published and "the hidden one" not in published
+    assert tomllib.loads(published)["exercise"]["hidden"] == {"cases": 1, "benchmarks": 0}
+    assert (out_dir / "docs" / "spec-format.md").read_text() == (ROOT / "docs" / "spec-format.md").read_text()
+
+
+def test_publish_refuses_a_mention_of_a_doc_that_is_not_in_the_bundle(runner, course, tmp_path):
+    readme = course / "exercises" / "ex90_add" / "README.md"
+    readme.write_text(readme.read_text() + "See docs/grading-policy.md.\n")
+    out = runner.invoke(cli.main, ["publish", str(tmp_path / "b"), "--root", str(course), "--no-install-check"])
+    assert out.exit_code == cli.EXIT_BELOW
+    assert "exercises/ex90_add/README.md: mentions docs/grading-policy.md, which is not in the bundle" in out.output
+
+
+def test_the_install_check_sees_this_environments_packages_and_needs_no_index(runner, course, tmp_path, monkeypatch):
+    """Issue 10: from inside a venv the check's environment must see the venv's packages (not the
+    base interpreter's), and it must build without a package index."""
+    import click
+    from grader.publish import visible_site_packages
+    assert str(Path(click.__file__).resolve().parents[1]) in [str(Path(p).resolve()) for p in visible_site_packages()]
+    monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/simple")   # nothing listens there
+    monkeypatch.setenv("PIP_FIND_LINKS", "")
+    out = runner.invoke(cli.main, ["publish", str(tmp_path / "b"), "--root", str(course), "--exercises", "ex90"])
+    assert out.exit_code == 0, out.output
+    assert "installed; `grade ex90` ran" in out.output
+
+
 def test_publish_refuses_a_non_empty_folder(runner, course, tmp_path):
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "x").write_text("x")
@@ -257,6 +329,34 @@ def test_batch_grades_everyone_and_resumes_after_an_interruption(runner, tmp_pat
                                                            ("dave", False)]
     csv_lines = (res / "summary.csv").read_text().splitlines()
     assert csv_lines[0].startswith("student,exercise,status,score") and len(csv_lines) == 5
+    assert csv_lines[0].endswith(",reason") and all(not ln.endswith(",") for ln in csv_lines)
+
+
+def test_batch_without_a_gpu_records_what_the_static_checks_find_then_exits_4(runner, tmp_path, monkeypatch):
+    import csv
+    from grader import device
+    monkeypatch.setattr(device, "unavailable_reason", lambda: "no CUDA GPU found")
+    monkeypatch.setattr(device, "detect", lambda: None)
+    subs = _submissions(tmp_path)                               # alice right, bob the stub, carol crashes, dave none
+    (subs / "bob" / "ex90_add" / "kernel.cu").unlink()          # a missing file
+    erin = subs / "erin" / "ex90"
+    shutil.copytree(COURSE / "solutions" / "ex90_add", erin)
+    (erin / "solution.py").write_text("def solve(a, b):\n    pass\n")  # a malformed solve
+    res = tmp_path / "res"
+    out = runner.invoke(cli.main, ["batch", str(subs), "--root", str(COURSE), "--out", str(res), "--exercises", "ex90"])
+    assert out.exit_code == cli.EXIT_ERROR, out.output
+    assert "no CUDA GPU found: batch grading runs kernels on a GPU" in out.output
+    with open(res / "summary.csv", newline="") as fh:
+        rows = {r["student"]: r for r in csv.DictReader(fh)}
+    assert {s: (r["status"], r["exit_code"]) for s, r in rows.items()} == {
+        "alice": ("error", "4"), "bob": ("not_graded", "3"), "carol": ("not_graded", "3"), "dave": ("missing", "3"),
+        "erin": ("not_graded", "3")}
+    assert all(r["reason"] for r in rows.values())
+    assert "kernel.cu: missing" in rows["bob"]["reason"]
+    assert "kernel.cu: declares no __global__ kernel" in rows["carol"]["reason"]
+    assert "solve takes 2 positional arguments; the exercise passes 3" in rows["erin"]["reason"]
+    assert rows["alice"]["reason"].startswith("not graded: no CUDA GPU found")
+    assert not (res / "alice").exists()  # nothing that a later run on a GPU would take as finished
 
 
 def test_shared_reference_times_keep_refused_shapes_but_calibration_does_not():

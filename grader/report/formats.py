@@ -40,35 +40,67 @@ def render_error(fmt: str, exercise: str, submission: str, kind: str, message: s
         return json_report.write(data, None)
     if fmt == "gradescope":
         from grader.report import gradescope
-        return json.dumps(gradescope.error_dict(exercise, message, max_score or 0.0), indent=2)
+        return json.dumps(gradescope.error_dict(exercise, message, max_score or 0.0, exit_code), indent=2)
     if fmt == "junit":
         from grader.report import junit
-        return junit.error_xml(exercise, kind, message)
+        return junit.error_xml(exercise, kind, message, exit_code)
     return f"{exercise}: not graded ({kind}): {message}\n"
 
 
+def static_verdict(rep) -> str:  # type: ignore[no-untyped-def]
+    """The last line of a ``--compile-only`` report: what was found, and what was not checked.
+    Never "no problems found" when kernel.cu was not compiled."""
+    if rep.problems:
+        n = len(rep.problems)
+        return f"{n} problem{'s' if n != 1 else ''} found" + ("" if rep.compiled else "; kernel.cu was NOT compiled")
+    if not rep.compiled:
+        return ("kernel.cu was NOT compiled (no compiler here); solution.py and the features were checked: "
+                "no problems there; not graded")
+    return f"no problems found by the static checks (kernel.cu compiled with {rep.compiler}); not graded: " \
+           "correctness and timing need a GPU"
+
+
+def static_dict(spec, submission: Path, rep, exit_code: int) -> dict:  # type: ignore[no-untyped-def]
+    """The ``--compile-only`` JSON result (status "compile_only"; see the schema)."""
+    from grader.report import json_report
+    verdict = static_verdict(rep)
+    data = json_report.error_dict(spec.name, str(submission), "compile_only",
+                                  "; ".join(rep.problems) or verdict, exit_code)
+    data.update(status="compile_only", arch=rep.arch, compiler=rep.compiler, compiled=rep.compiled,
+                kernels=[{"name": k.name, "registers": k.registers, "shared_bytes": k.shared_bytes,
+                          "local_bytes": k.stack_bytes, "stack_bytes": k.stack_bytes,
+                          "spill_store_bytes": k.spill_store_bytes, "spill_load_bytes": k.spill_load_bytes}
+                         for k in rep.kernels],
+                problems=list(rep.problems), warnings=list(rep.warnings), skipped=list(rep.skipped))
+    data["score"].update(max=spec.total_points, note=f"compile-only: not graded; {verdict}")
+    return data
+
+
 def render_static(spec, submission: Path, rep, fmt: str, exit_code: int) -> str:  # type: ignore[no-untyped-def]
-    """The ``--compile-only`` report in ``fmt``: problems, per-kernel resources, what was skipped."""
+    """The ``--compile-only`` report in ``fmt``: problems, per-kernel resources, what was not
+    checked (kernel.cu NOT compiled when no compiler ran), and a verdict that says so."""
     problems = list(rep.problems)
+    verdict = static_verdict(rep)
+    compiled_line = (f"kernel.cu compiled with {rep.compiler} for {rep.arch}" if rep.compiled
+                     else "kernel.cu was NOT compiled")
+    notes = [f"warning: {w}" for w in rep.warnings] + [f"not checked here: {x}" for x in rep.skipped]
     if fmt == "text":
-        lines = [f"{spec.name}: static report for {submission} ({rep.arch})"]
+        lines = [f"{spec.name}: static report for {submission} ({rep.arch})", compiled_line]
         lines += [f"kernel {k.name}: {k.registers} registers, {k.shared_bytes} B shared, {k.stack_bytes} B stack, "
                   f"{k.spill_store_bytes}/{k.spill_load_bytes} B spill stores/loads" for k in rep.kernels]
-        lines += [f"problem: {p}" for p in problems] + [f"warning: {w}" for w in rep.warnings]
-        lines += [f"not checked here: {x}" for x in rep.skipped]
-        return "\n".join(lines + (["no problems found"] if not problems else [])) + "\n"
+        lines += [f"problem: {p}" for p in problems] + notes
+        return "\n".join(lines + [verdict]) + "\n"
     if fmt == "json":
-        from dataclasses import asdict
         from grader.report import json_report
-        data = json_report.error_dict(spec.name, str(submission), "compile_only", "; ".join(problems) or
-                                      "no problems found", exit_code)
-        data.update(status="compile_only", kernels=[asdict(k) for k in rep.kernels], problems=problems,
-                    warnings=list(rep.warnings), skipped=list(rep.skipped))
-        data["score"]["max"] = spec.total_points
-        return json_report.write(data, None)
-    return render_error(fmt, spec.name, str(submission), "compile_only",
-                        "; ".join(problems) or "compile-only check: no problems found (not graded)",
-                        exit_code, spec.total_points)
+        return json_report.write(static_dict(spec, submission, rep, exit_code), None)
+    if fmt == "gradescope":
+        from grader.report import gradescope
+        return json.dumps(gradescope.static_dict(spec.name, problems, verdict, [compiled_line, *notes]), indent=2)
+    from grader.report import junit
+    on_kernel = [p for p in problems if p.startswith("kernel.cu") and rep.compiled]
+    not_compiled = next((s for s in rep.skipped if "NOT compiled" in s), "no compiler here")
+    return junit.static_xml(spec.name, on_kernel, [p for p in problems if p not in on_kernel], rep.compiler,
+                            not_compiled, [compiled_line, *notes])
 
 
 def write(text: str, path: Path) -> None:

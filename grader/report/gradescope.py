@@ -3,6 +3,13 @@
 
 Each correctness group and each benchmark shape is one test; the leaderboard carries the speed
 ratio (geometric mean over shapes, higher is better) and the total score.
+
+A run that did not grade the submission is not a failing score. When the grader or the machine
+failed (no GPU, time limit, grader error: exit code 4) or only the static checks ran
+(``--compile-only``), the file has no ``score`` at all, neither at the top nor in any test:
+Gradescope requires one of the two, so it shows the autograder as failed (to the instructor, who
+re-runs it) instead of recording 0 points. A submission that cannot be graded (exit code 3: a
+missing file, a compile error, a malformed ``solve``) does score 0, as it would on any machine.
 """
 from __future__ import annotations
 
@@ -66,9 +73,24 @@ def to_dict(r: GradeResult) -> dict[str, Any]:
     }
 
 
-def error_dict(exercise: str, message: str, max_score: float = 0.0) -> dict[str, Any]:
-    """results.json when grading could not run (no GPU, grader error, time limit)."""
-    return {"score": 0.0, "execution_time": 0, "output": f"{exercise}: not graded: {message}",
-            "tests": [{"name": f"{exercise}: grading", "score": 0.0, "max_score": max_score, "status": "failed",
-                       "output": message, "visibility": "visible"}],
-            "leaderboard": [{"name": "speed vs reference", "value": 0}, {"name": "score", "value": 0.0}]}
+def error_dict(exercise: str, message: str, max_score: float = 0.0, exit_code: int = 4) -> dict[str, Any]:
+    """results.json when grading could not run: exit code 3 (the submission cannot be graded) scores
+    0 of ``max_score``; anything else (no GPU, grader error, time limit) carries no score (see the
+    module docstring)."""
+    if exit_code == 3:
+        return {"score": 0.0, "execution_time": 0, "output": f"{exercise}: not graded: {message}",
+                "tests": [{"name": f"{exercise}: submission", "score": 0.0, "max_score": max_score,
+                           "status": "failed", "output": message, "visibility": "visible"}],
+                "leaderboard": [{"name": "speed vs reference", "value": 0}, {"name": "score", "value": 0.0}]}
+    return {"execution_time": 0,
+            "output": f"{exercise}: NOT GRADED: {message}. This is not a score: the grader could not run here.",
+            "tests": [{"name": f"{exercise}: grading", "output": f"not graded: {message}", "visibility": "visible"}]}
+
+
+def static_dict(exercise: str, problems: list[str], verdict: str, details: list[str]) -> dict[str, Any]:
+    """results.json for ``--compile-only``: the static checks as tests, without a score (it is not
+    a grade; see the module docstring)."""
+    return {"execution_time": 0,
+            "output": f"{exercise}: compile-only check, NOT GRADED (no score): {verdict}",
+            "tests": [{"name": f"{exercise}: static checks", "status": "failed" if problems else "passed",
+                       "output": "\n".join([*problems, *details]) or verdict, "visibility": "visible"}]}

@@ -6,6 +6,7 @@ starts a fresh one (and loads the submission again) before the next request.
 from __future__ import annotations
 
 import os
+import re
 import resource
 import select
 import shutil
@@ -16,7 +17,7 @@ import sys
 import tempfile
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -96,6 +97,23 @@ class WorkerConfig:
     forbidden_libraries: tuple[str, ...] = ()
     hide: tuple[str, ...] = ()     # folders the worker must not see (see grader.sandbox.isolation)
     trusted: bool = False          # the reference or the baseline: not isolated, made non-dumpable
+
+
+def import_hang_message(limit_s: float, log_tail: str, submission: Path) -> str:
+    """The message for a worker that did not finish loading the submission within ``limit_s``:
+    importing solution.py (and compiling its kernels) never ended. ``log_tail`` holds the stacks the
+    worker dumped shortly before the limit (most recent call first); the innermost line of the
+    submission's own files in them says where to look."""
+    folder = str(submission.resolve())
+    frames = re.findall(r'File "([^"]+)", line (\d+)', log_tail)
+    mine = [(Path(f).name, ln) for f, ln in frames if f.startswith(folder + os.sep)]
+    compiling = any(f.endswith(os.sep + os.path.join("grader", "kernel.py")) or "cupy" in f for f, _ in frames[:3])
+    where = ""
+    if mine:
+        where = f"; it was at {mine[0][0]}:{mine[0][1]}" + (", compiling kernel.cu" if compiling else "")
+    return (f"solution.py did not finish importing within {limit_s:g} s ([limits] compile_s){where}: look for code "
+            "at module level (outside solve) that never ends, such as a loop or a wait; compiling the kernels "
+            "there takes seconds; the worker was killed")
 
 
 def _python_flags() -> list[str]:
@@ -209,10 +227,13 @@ class Worker:
         self.baseline_libraries = self._libraries()  # mapped by the grader's own work, before any submission code
         out = self.request({"op": "load", "dir": str(self.config.submission), "options": list(self.config.options),
                             "nargs": len(self.config.arg_names), "arg_names": list(self.config.arg_names),
-                            "device_memory_bytes": self.config.device_memory_bytes},
+                            "device_memory_bytes": self.config.device_memory_bytes,
+                            "limit_s": self.config.compile_s},
                            self.config.compile_s, "[limits] compile_s")
         if out.ok:
             self.load_data = out.data
+        elif out.kind == "timeout":
+            out = replace(out, message=import_hang_message(self.config.compile_s, out.detail, self.config.submission))
         return out
 
     def _view(self, cache: Path) -> isolation.View:

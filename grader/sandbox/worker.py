@@ -18,6 +18,7 @@ bounds reported times with its own wall clock.
 from __future__ import annotations
 
 import errno
+import faulthandler
 import importlib.util
 import inspect
 import socket
@@ -129,6 +130,9 @@ class Server:
         spec = importlib.util.spec_from_file_location("solution", path)
         module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
         sys.modules["solution"] = module
+        limit = float(req.get("limit_s") or 0)
+        if limit > 0:  # a hang at import: the parent's message can say where (the stacks go to the log)
+            faulthandler.dump_traceback_later(max(limit * 0.8, limit - 2.0))
         try:
             spec.loader.exec_module(module)  # type: ignore[union-attr]
         except SyntaxError as exc:
@@ -140,6 +144,8 @@ class Server:
             if failure.kind == "exception":
                 failure = Failure("import_error", f"importing solution.py failed: {failure.message}", failure.detail)
             raise failure from None
+        finally:
+            faulthandler.cancel_dump_traceback_later()
         solve = getattr(module, "solve", None)
         if not callable(solve):
             raise Failure("bad_submission", f"{path}: defines no function solve(*inputs, *outputs)")

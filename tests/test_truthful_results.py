@@ -1,0 +1,259 @@
+"""Issue 12: every result the grader writes is true (compile-only, the CI formats, odd bytes, a hang
+at import), tried as a student or CI would on a machine without a GPU. One test per row, at least."""
+from __future__ import annotations
+
+import json
+import shutil
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import jsonschema
+import pytest
+from click.testing import CliRunner
+
+from grader import cli, device, static
+from grader.report.json_report import schema
+from tests.conftest import FIXTURES, ROOT
+
+COURSE = FIXTURES / "course"
+BROKEN_KERNEL = 'extern "C" __global__ void vector_add(const float* a, const float* b, float* c, long n)\n{\n  c[0] = nope;\n}\n'
+STUB = ROOT / "student_template" / "ex01_vector_add"
+
+
+@pytest.fixture
+def runner(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "300")
+    return CliRunner()
+
+
+@pytest.fixture
+def no_gpu(monkeypatch):
+    monkeypatch.setattr(device, "unavailable_reason", lambda: "no CUDA GPU found")
+    monkeypatch.setattr(device, "detect", lambda: None)
+
+
+@pytest.fixture
+def no_nvcc(monkeypatch):
+    monkeypatch.setattr(static, "nvcc_path", lambda: None)
+
+
+@pytest.fixture
+def no_compiler(monkeypatch, no_nvcc):
+    monkeypatch.setattr(static, "nvrtc_unavailable", lambda: "NVRTC cannot be loaded (test)")
+
+
+def _submission(tmp_path: Path, kernel: str | bytes, solution: str | None = None) -> Path:
+    sub = tmp_path / "sub"
+    sub.mkdir(exist_ok=True)
+    (sub / "kernel.cu").write_bytes(kernel if isinstance(kernel, bytes) else kernel.encode())
+    (sub / "solution.py").write_text(solution if solution is not None else (STUB / "solution.py").read_text())
+    return sub
+
+
+def _compile_only(runner, sub: Path | None, *extra: str):  # type: ignore[no-untyped-def]
+    args = ["ex01", "--root", str(ROOT), "--compile-only", *(["--submission", str(sub)] if sub else []), *extra]
+    return runner.invoke(cli.main, args)
+
+
+# -- compile-only compiles with NVRTC, the compiler grading uses, and never claims what it did not check
+def test_compile_only_without_nvcc_compiles_with_nvrtc_and_names_the_line(runner, tmp_path, no_nvcc):
+    out = _compile_only(runner, _submission(tmp_path, BROKEN_KERNEL))
+    assert out.exit_code == cli.EXIT_NOT_GRADED, out.output
+    assert "kernel.cu:3: error:" in out.output and "nope" in out.output
+    assert "compiled with NVRTC" in out.output and "no problems found" not in out.output
+
+
+def test_compile_only_without_any_compiler_says_not_compiled_and_exits_4(runner, no_compiler):
+    out = _compile_only(runner, None)
+    assert out.exit_code == cli.EXIT_ERROR, out.output
+    assert "NOT compiled" in out.output and "NVRTC cannot be loaded (test)" in out.output
+    assert "no problems found" not in out.output
+
+
+def test_compile_only_refuses_a_host_header_as_grading_would(runner, tmp_path):
+    """NVRTC has no host headers: a kernel that includes <vector> fails when graded, so here too."""
+    sub = _submission(tmp_path, "#include <vector>\n" + (STUB / "kernel.cu").read_text())
+    out = _compile_only(runner, sub)
+    assert out.exit_code == cli.EXIT_NOT_GRADED, out.output
+    assert "kernel.cu:1: catastrophic error:" in out.output and 'source file "vector"' in out.output
+
+
+def test_compile_only_with_nvcc_instead_of_nvrtc_says_they_differ(runner, tmp_path, monkeypatch):
+    if shutil.which("nvcc") is None:
+        pytest.skip("needs nvcc on PATH")
+    monkeypatch.setattr(static, "nvrtc_unavailable", lambda: "NVRTC cannot be loaded (test)")
+    out = _compile_only(runner, None)
+    assert out.exit_code == cli.EXIT_OK, out.output
+    assert "compiled with nvcc, not with NVRTC, the compiler grading uses" in out.output
+
+
+def test_the_nvrtc_options_are_the_ones_grading_uses():
+    """CuPy adds these when a RawModule is compiled with NVRTC (cupy/cuda/compiler.py), after
+    assembling the include folders (cupy._core.core), as the static check does."""
+    import inspect
+    from cupy._core.core import assemble_cupy_compiler_options
+    from cupy.cuda import compiler
+    source = inspect.getsource(compiler)
+    for option in static.CUPY_NVRTC_OPTIONS:
+        assert f"'{option}'" in source
+    opts = static.grading_options(("-std=c++17", "-arch=sm_80"), "sm_90")
+    assert opts == [*assemble_cupy_compiler_options(("-std=c++17",)), "-arch=sm_90", *static.CUPY_NVRTC_OPTIONS]
+
+
+# -- a usage error for a bad --arch ----------------------------------------------------------------
+def test_an_unknown_arch_is_a_usage_error_listing_valid_values(runner):
+    out = runner.invoke(cli.main, ["ex07", "--root", str(ROOT), "--compile-only", "--arch", "foo"])
+    assert out.exit_code == 2, out.output
+    assert "'foo' is not a GPU architecture; valid values:" in out.output and "sm_90" in out.output
+    assert static.arch_problem("sm_90a") is None and static.arch_problem("sm_90") is None
+    assert static.arch_problem("sm_75a") is not None and static.arch_problem("compute_90") is not None
+
+
+# -- every JSON result validates against the schema ------------------------------------------------
+def _host(sub: Path | None, *extra: str) -> list[str]:
+    return ["90", "--root", str(COURSE), "--backend", "host", *(["--submission", str(sub)] if sub else []), *extra]
+
+
+def _every_status(tmp_path: Path, monkeypatch) -> dict[str, tuple[list[str], int]]:  # type: ignore[no-untyped-def]
+    """name -> (grade arguments, expected exit code), one per kind of result."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    slow = tmp_path / "slow"
+    slow.mkdir()
+    (slow / "kernel.cu").write_text("//\n")
+    (slow / "solution.py").write_text("import time\ndef solve(a, b, c):\n    time.sleep(1.0)\n    c[...] = a + b\n")
+    broken = _submission(tmp_path, BROKEN_KERNEL)
+    latin1 = tmp_path / "latin1"
+    shutil.copytree(STUB, latin1)
+    (latin1 / "kernel.cu").write_bytes(b"// caf\xe9\n" + (STUB / "kernel.cu").read_bytes())
+    return {
+        "graded": (_host(COURSE / "solutions" / "ex90_add", "--no-timing"), 0),
+        "graded below --fail-under": (_host(None, "--no-timing", "--fail-under", "50"), 1),
+        "not graded": (_host(empty), 3),
+        "time limit": (_host(slow, "--time-limit", "2"), 4),
+        "no GPU": (["ex01", "--root", str(ROOT)], 4),
+        "compile-only": (["ex01", "--root", str(ROOT), "--compile-only"], 0),
+        "compile error": (["ex01", "--root", str(ROOT), "--compile-only", "--submission", str(broken)], 3),
+        "not compiled": (["ex01", "--root", str(ROOT), "--compile-only", "--submission", str(STUB), "--arch",
+                          "sm_90"], 4),
+        "odd byte": (["ex01", "--root", str(ROOT), "--compile-only", "--submission", str(latin1)], 3),
+    }
+
+
+def test_every_json_result_validates_against_the_schema(runner, tmp_path, monkeypatch, no_gpu):
+    cases = _every_status(tmp_path, monkeypatch)
+    for name, (args, code) in cases.items():
+        with monkeypatch.context() as m:
+            if name == "not compiled":
+                m.setattr(static, "nvrtc_unavailable", lambda: "NVRTC cannot be loaded (test)")
+                m.setattr(static, "nvcc_path", lambda: None)
+            path = tmp_path / f"{name}.json"
+            out = runner.invoke(cli.main, [*args, "--format", "json", "-o", str(path)])
+        assert out.exit_code == code, (name, out.output)
+        data = json.loads(path.read_text())
+        try:
+            jsonschema.validate(data, schema())
+        except jsonschema.ValidationError as exc:
+            pytest.fail(f"{name}: {exc.message} at {list(exc.absolute_path)}")
+        assert data["exit_code"] == code, name
+    data = json.loads((tmp_path / "compile-only.json").read_text())
+    assert data["status"] == "compile_only" and data["compiled"] and data["kernels"][0]["local_bytes"] == 0
+
+
+# -- JUnit: a clean compile-only passes; a wrong result is a failure, an environment problem an error
+def _junit(runner, tmp_path, args: list[str]) -> tuple[int, ET.Element]:  # type: ignore[no-untyped-def]
+    path = tmp_path / "junit.xml"
+    out = runner.invoke(cli.main, [*args, "--format", "junit", "-o", str(path)])
+    suite = ET.parse(path).getroot().find("testsuite")
+    assert int(suite.get("tests")) == len(suite.findall("testcase"))
+    for tag in ("failures", "errors", "skipped"):
+        child = tag.removesuffix("s") if tag != "skipped" else "skipped"
+        assert int(suite.get(tag, "0")) == len(suite.findall(f"testcase/{child}")), tag
+    return out.exit_code, suite
+
+
+def test_junit_tells_passes_failures_and_errors_apart(runner, tmp_path, no_gpu):
+    code, suite = _junit(runner, tmp_path, ["ex01", "--root", str(ROOT), "--compile-only"])
+    assert code == 0 and suite.get("failures") == "0" and suite.get("errors") == "0"
+    assert suite.get("skipped") == "1"
+    code, suite = _junit(runner, tmp_path, ["ex01", "--root", str(ROOT), "--compile-only", "--submission",
+                                            str(_submission(tmp_path, BROKEN_KERNEL))])
+    assert code == 3 and suite.get("failures") == "1" and suite.get("errors") == "0"
+    assert "kernel.cu:3: error" in suite.find("testcase/failure").get("message")
+    code, suite = _junit(runner, tmp_path, ["ex01", "--root", str(ROOT)])      # no GPU: the machine's problem
+    assert code == 4 and suite.get("errors") == "1" and suite.get("failures") == "0"
+    code, suite = _junit(runner, tmp_path, _host(tmp_path / "nowhere"))       # the submission's problem
+    assert code == 3 and suite.get("failures") == "1" and suite.get("errors") == "0"
+
+
+# -- Gradescope: a run that did not grade is not a score of 0 --------------------------------------
+def _gradescope(runner, tmp_path, args: list[str]) -> tuple[int, dict]:  # type: ignore[no-untyped-def]
+    path = tmp_path / "results.json"
+    out = runner.invoke(cli.main, [*args, "--format", "gradescope", "-o", str(path)])
+    return out.exit_code, json.loads(path.read_text())
+
+
+def _scores(data: dict) -> list:
+    return [data[k] for k in ("score",) if k in data] + [t["score"] for t in data["tests"] if "score" in t]
+
+
+@pytest.mark.parametrize("args, words", [(["--compile-only"], "NOT GRADED (no score)"), ([], "NOT GRADED: no CUDA GPU")])
+def test_gradescope_has_no_score_when_nothing_was_graded(runner, tmp_path, no_gpu, args, words):
+    code, data = _gradescope(runner, tmp_path, ["ex01", "--root", str(ROOT), *args])
+    assert _scores(data) == [] and words in data["output"]
+    assert all(t.get("status") != "failed" for t in data["tests"])
+    assert code in (0, 4)
+
+
+def test_gradescope_scores_zero_for_a_submission_that_cannot_be_graded(runner, tmp_path):
+    code, data = _gradescope(runner, tmp_path, _host(tmp_path / "nowhere"))
+    assert code == 3 and data["score"] == 0 and data["tests"][0]["status"] == "failed"
+
+
+# -- a byte that is not UTF-8 ----------------------------------------------------------------------
+@pytest.mark.parametrize("mode", ["compile-only", "grade"])
+def test_a_latin1_byte_is_one_line_naming_file_and_line_and_the_result_is_written(runner, tmp_path, mode):
+    sub = tmp_path / "latin1"
+    sub.mkdir()
+    (sub / "kernel.cu").write_bytes(b'extern "C" __global__ void add(float* c)\n{\n  c[0] = 1.0f; // caf\xe9\n}\n')
+    (sub / "solution.py").write_text("def solve(a, b, c):\n    pass\n")
+    path = tmp_path / "r.json"
+    args = (["ex01", "--root", str(ROOT), "--compile-only", "--submission", str(sub)] if mode == "compile-only"
+            else _host(sub))
+    out = runner.invoke(cli.main, [*args, "--format", "json", "-o", str(path)])
+    assert out.exit_code == cli.EXIT_NOT_GRADED, out.output
+    assert "Traceback" not in out.output and isinstance(out.exception, SystemExit)
+    data = json.loads(path.read_text())
+    assert "kernel.cu:3: byte 0xE9 is not UTF-8 text; fix: save kernel.cu as UTF-8" in data["reason"]
+    jsonschema.validate(data, schema())
+
+
+# -- a hang at import is named as such -------------------------------------------------------------
+def test_a_hang_while_importing_solution_py_says_so_and_where(runner, tmp_path):
+    course = tmp_path / "course"
+    shutil.copytree(COURSE, course, ignore=shutil.ignore_patterns("__pycache__"))
+    spec = course / "exercises" / "ex90_add" / "spec.toml"
+    spec.write_text(spec.read_text().replace("compile_s = 30", "compile_s = 3"))
+    sub = tmp_path / "hang"
+    sub.mkdir()
+    (sub / "kernel.cu").write_text("//\n")
+    (sub / "solution.py").write_text("import numpy as np\n\nwhile True:\n    pass\n\ndef solve(a, b, c):\n    c[...] = a + b\n")
+    path = tmp_path / "r.json"
+    out = runner.invoke(cli.main, ["90", "--root", str(course), "--backend", "host", "--submission", str(sub),
+                                   "--format", "json", "-o", str(path)])
+    assert out.exit_code == cli.EXIT_NOT_GRADED, out.output
+    reason = json.loads(path.read_text())["reason"]
+    assert "solution.py did not finish importing within 3 s ([limits] compile_s)" in reason
+    assert "it was at solution.py:3" in reason and "never finishes" not in reason
+
+
+def test_a_batch_result_for_a_grade_that_wrote_nothing_validates(tmp_path):
+    """grade batch writes each student's JSON itself when the grade process died before it could."""
+    from grader.batch import Job, run_job
+    from grader.spec import list_exercises
+    ex = next(e for e in list_exercises(COURSE) if e.name == "ex90_add")
+    job = Job("alice", ex, COURSE / "solutions" / "ex90_add")
+    data = run_job(job, tmp_path, COURSE, None, "json", None, ["--no-such-option"])
+    jsonschema.validate(data, schema())
+    assert data["status"] == "error" and data["exit_code"] == 4 and "grade exited 2 without a result" in data["reason"]
+    assert json.loads((tmp_path / "alice" / "ex90_add.json").read_text()) == data
