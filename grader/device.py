@@ -47,7 +47,9 @@ class Ceilings:
 @dataclass(frozen=True)
 class ClockState:
     """SM clock (MHz) against its maximum, temperature (C), and any active throttle reasons
-    (NVML clock-event reasons other than idle and application-clock settings)."""
+    (NVML clock-event reasons other than idle and application-clock settings). ``throttled`` is
+    about the clock alone: under a heavy matrix product the H200 reports SwPowerCap while it runs
+    at 1965-1980 of 1980 MHz (2026-12-01), which is its normal working state, not a slowdown."""
     sm_mhz: int
     max_sm_mhz: int
     temperature_c: int
@@ -55,7 +57,7 @@ class ClockState:
 
     @property
     def throttled(self) -> bool:
-        return bool(self.throttle) or self.sm_mhz < 0.9 * self.max_sm_mhz
+        return self.sm_mhz < 0.9 * self.max_sm_mhz
 
 
 def unavailable_reason() -> str | None:
@@ -179,16 +181,26 @@ def clock_state(index: int = 0) -> ClockState | None:
         mx = nv.nvmlDeviceGetMaxClockInfo(h, nv.NVML_CLOCK_SM)
         temp = nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU)
         reasons = nv.nvmlDeviceGetCurrentClocksEventReasons(h)
-        names = []
-        for attr in dir(nv):
-            if attr.startswith("nvmlClocksEventReason") and attr != "nvmlClocksEventReasonAll":
-                bit = getattr(nv, attr)
-                label = attr.removeprefix("nvmlClocksEventReason")
-                if isinstance(bit, int) and bit and reasons & bit and label not in _THROTTLE_IGNORED:
-                    names.append(label)
-        return ClockState(int(sm), int(mx), int(temp), tuple(sorted(set(names))))
+        names = tuple(label for bit, label in _reason_bits() if reasons & bit)
+        return ClockState(int(sm), int(mx), int(temp), names)
     except Exception:  # noqa: BLE001 - NVML missing or not permitted: no clock information
         return None
+
+
+_REASON_BITS: list[tuple[int, str]] = []
+
+
+def _reason_bits() -> list[tuple[int, str]]:
+    """NVML's clock-event reason bits and their names (read once: a scan of the module's names
+    takes about a millisecond, during which a sampling thread would hold the GIL)."""
+    if not _REASON_BITS:
+        import pynvml as nv
+        for attr in sorted(dir(nv)):
+            if attr.startswith("nvmlClocksEventReason") and attr != "nvmlClocksEventReasonAll":
+                bit, label = getattr(nv, attr), attr.removeprefix("nvmlClocksEventReason")
+                if isinstance(bit, int) and bit and label not in _THROTTLE_IGNORED:
+                    _REASON_BITS.append((bit, label))
+    return _REASON_BITS
 
 
 class ClockSampler:
@@ -196,7 +208,7 @@ class ClockSampler:
     while timing runs; :meth:`during` summarises the samples that fell inside timed requests, so
     a clock is only ever reported from moments when the GPU was working. Use as a context manager."""
 
-    def __init__(self, index: int = 0, interval_s: float = 0.002):
+    def __init__(self, index: int = 0, interval_s: float = 0.01):
         import threading
         self.index, self.interval_s = index, interval_s
         self.samples: list[tuple[float, float, ClockState]] = []   # (start, end, state) of each read
@@ -221,10 +233,10 @@ class ClockSampler:
         self._thread.join(timeout=5)
 
     def during(self, windows: list[tuple[float, float]]) -> ClockState | None:
-        """The median SM clock of the reads made wholly inside one of ``windows`` ((start, end)
+        """The median SM clock of the reads that overlapped one of ``windows`` ((start, end)
         perf_counter seconds), the largest temperature and every throttle reason seen then; None
-        when no read fell inside."""
-        inside = [s for a, b, s in self.samples if any(w0 <= a and b <= w1 for w0, w1 in windows)]
+        when no read did."""
+        inside = [s for a, b, s in self.samples if any(a < w1 and b > w0 for w0, w1 in windows)]
         if not inside:
             return None
         return ClockState(int(statistics.median(s.sm_mhz for s in inside)), max(s.max_sm_mhz for s in inside),
