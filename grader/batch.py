@@ -221,6 +221,15 @@ def run_batch(jobs: list[Job], out: Path, root: Path, gpus: list[str | None], fm
     return ordered
 
 
+def _summary_fields(r: Row) -> dict:
+    """A row as written: a row whose grade did not run here ("error": no GPU, a grader problem)
+    has no score at all (empty in the CSV, null in the JSON), never a 0 an instructor could import."""
+    d = asdict(r)
+    if r.status == "error":
+        d.update(score=None, correctness=None, performance=None)
+    return d
+
+
 def write_summaries(out: Path, rows: list[Row]) -> None:
     """summary.csv and summary.json in ``out`` (each written atomically)."""
     fields = list(Row.__dataclass_fields__)
@@ -228,7 +237,7 @@ def write_summaries(out: Path, rows: list[Row]) -> None:
         w = csv.DictWriter(fh, fieldnames=fields)
         w.writeheader()
         for r in rows:
-            w.writerow(asdict(r))
+            w.writerow(_summary_fields(r))
     os.replace(out / "summary.csv.partial", out / "summary.csv")
     _atomic_write(out / "summary.json", json.dumps({"generated": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                                                    "rows": [asdict(r) for r in rows]}, indent=2))
+                                                    "rows": [_summary_fields(r) for r in rows]}, indent=2))

@@ -70,7 +70,9 @@ def check_exercise(ex: Exercise, gpu: bool, controls: bool = True,
         rows.append(CheckRow(ex.name, "TODOs", "todo", f"{len(todos)} left: " + ", ".join(todos[:6])))
     match = stub_matches_solution(ex.solution, ex.template)
     placeholder = any(TODO.search(p.read_text(errors="replace")) for p in ex.solution.glob("*") if p.is_file())
-    if match is not None and placeholder:
+    if not ex.solution.is_dir():
+        rows.append(CheckRow(ex.name, "stub: not the solution", "skip", f"no reference solution at {ex.solution}"))
+    elif match is not None and placeholder:
         # a scaffold from `grade new`: its placeholder solution is a TODO, not yet an answer to give away
         rows.append(CheckRow(ex.name, "stub: not the solution", "todo",
                              match.describe(str(ex.template)) + " (the solution is still a TODO placeholder)"))

@@ -495,7 +495,7 @@ def _compile_only(spec, submission: Path, arch: str | None, fmt: str = "text", o
     console = Console()
     console.rule(f"[bold]{spec.name}[/]: static report for {escape(str(submission))} ({arch})")
     if rep.compiled:
-        console.print(f"kernel.cu compiled with {escape(rep.compiler)} for {arch}", highlight=False)
+        console.print(escape(rep.compile_line()), highlight=False)
     if rep.kernels:
         t = Table(show_edge=False)
         for col in ("kernel", "registers", "shared B", "stack B", "spill stores B", "spill loads B"):
@@ -553,17 +553,24 @@ def check_cmd(exercises: tuple[str, ...], no_controls: bool, root: str | None) -
     for col in ("exercise", "check", "status", "detail"):
         t.add_column(col, overflow="fold")
     failed = 0
+    rows_seen = []
     with console.status("checking...") as status:
         for ex in _exercises(r, exercises):
             status.update(f"checking {ex.name}")
             for row in check_exercise(ex, info is not None, not no_controls, grade_fn):
+                rows_seen.append(row)
                 color = {"ok": "green", "fail": "red", "skip": "yellow", "todo": "yellow"}[row.status]
                 t.add_row(row.exercise, row.item, f"[{color}]{row.status}[/]", escape(row.detail))
                 failed += row.status == "fail"
     console.print(t)
     if info is None:
         console.print("[yellow]No GPU here: solutions and stubs were not run; run `grade check` on a GPU machine.[/]")
-    console.print(f"[bold]{'all checks passed' if not failed else f'{failed} problem(s)'}[/]")
+    skipped = sum(row.status == "skip" for row in rows_seen)
+    todo = sum(row.status == "todo" for row in rows_seen)
+    tail = "".join([f"; {skipped} skipped" if skipped else "", f"; {todo} TODO(s) left" if todo else ""])
+    verdict = ("all checks that ran passed" if skipped or todo else "all checks passed") if not failed \
+        else f"{failed} problem(s)"
+    console.print(f"[bold]{verdict}{tail}[/]")
     sys.exit(EXIT_OK if not failed else EXIT_BELOW)
 
 

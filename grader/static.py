@@ -49,6 +49,8 @@ class StaticReport:
     arch: str
     warnings: tuple[str, ...] = ()
     compiler: str | None = None  # what compiled kernel.cu ("NVRTC 13.0", "nvcc"); None: it was NOT compiled
+    compile_errors: int = 0      # errors that compiler reported (then kernel.cu did not compile)
+    unreadable: bool = False     # the submission could not be read: nothing was compiled for that reason
 
     @property
     def ok(self) -> bool:
@@ -57,7 +59,17 @@ class StaticReport:
 
     @property
     def compiled(self) -> bool:
+        """A compiler ran on kernel.cu (whether or not it accepted it)."""
         return self.compiler is not None
+
+    def compile_line(self) -> str:
+        """One line: what happened to kernel.cu."""
+        if self.compiler is None:
+            return ("kernel.cu was not compiled: the submission could not be read" if self.unreadable
+                    else "kernel.cu was NOT compiled")
+        if self.compile_errors:
+            return f"compiling kernel.cu with {self.compiler} for {self.arch} FAILED ({self.compile_errors} error(s) below)"
+        return f"kernel.cu compiled with {self.compiler} for {self.arch}"
 
 
 def nvcc_path() -> str | None:
@@ -288,12 +300,14 @@ def static_report(spec: Spec, submission: Path, arch: str = "sm_90") -> StaticRe
     problems, kernels, skipped, warnings = [], [], [], []
     bad = static_check(spec, submission)
     if bad and bad[0] == "bad_submission":
-        return StaticReport((bad[1],), (), (f"everything else: {submission} could not be read as a submission",), arch)
+        return StaticReport((bad[1],), (), (f"everything else: {submission} could not be read as a submission",), arch,
+                            unreadable=True)
     if bad:
         problems.append(bad[1])
     problems += check_solution_py(submission / "solution.py", len(spec.arg_order))
     problems += check_kernel_names(submission / "kernel.cu", submission / "solution.py")
     compiler: str | None = None
+    errs: list[str] = []
     why_not = nvrtc_unavailable()
     if why_not is None:
         errs, kernels = compile_with_nvrtc(submission / "kernel.cu", arch, spec.compile_options)
@@ -314,4 +328,4 @@ def static_report(spec: Spec, submission: Path, arch: str = "sm_90") -> StaticRe
         warnings += [f"kernel.cu: its PTX has no instruction matching {p!r} ([features] required_ptx): it would "
                      f"score no performance points" for p in missing]
     skipped.append("running the kernel (correctness and timing need a GPU)")
-    return StaticReport(tuple(problems), tuple(kernels), tuple(skipped), arch, tuple(warnings), compiler)
+    return StaticReport(tuple(problems), tuple(kernels), tuple(skipped), arch, tuple(warnings), compiler, len(errs))

@@ -40,7 +40,14 @@ def test_check_passes_on_the_fixture_course_and_lists_what_it_skipped(runner, co
                  "control off_by_one", "control perturbed", "control low_precision"):
         assert item in out.output
     assert "GPU: solution full marks, stub zero" in out.output and "no GPU here" in out.output
-    assert "all checks passed" in out.output
+    assert "all checks that ran passed" in out.output and "skipped" in out.output   # never an unqualified pass
+
+
+def test_check_without_solutions_skips_the_stub_comparison(runner, course):
+    shutil.rmtree(course / "solutions")
+    out = runner.invoke(cli.main, ["check", "ex90", "--root", str(course)])
+    line = next(l for l in out.output.splitlines() if "stub: not the solution" in l)
+    assert "skip" in line and "ok" not in line.split("stub: not the solution")[1].split()[0]
 
 
 def test_check_fails_on_a_broken_stub_and_a_bad_spec(runner, course):
@@ -356,6 +363,10 @@ def test_batch_without_a_gpu_records_what_the_static_checks_find_then_exits_4(ru
     assert "kernel.cu: declares no __global__ kernel" in rows["carol"]["reason"]
     assert "solve takes 2 positional arguments; the exercise passes 3" in rows["erin"]["reason"]
     assert rows["alice"]["reason"].startswith("not graded: no CUDA GPU found")
+    assert rows["alice"]["score"] == "" and rows["bob"]["score"] == "0.0"   # nothing graded is no score, not 0
+    import json
+    alice = next(r for r in json.loads((res / "summary.json").read_text())["rows"] if r["student"] == "alice")
+    assert alice["score"] is None
     assert not (res / "alice").exists()  # nothing that a later run on a GPU would take as finished
 
 

@@ -56,11 +56,34 @@ def _compile_only(runner, sub: Path | None, *extra: str):  # type: ignore[no-unt
 
 
 # -- compile-only compiles with NVRTC, the compiler grading uses, and never claims what it did not check
+
+
+def test_a_compile_error_is_not_reported_as_compiled_in_any_format(runner, tmp_path, no_nvcc):
+    sub = _submission(tmp_path, BROKEN_KERNEL)
+    out = tmp_path / "r.json"
+    runner.invoke(cli.main, ["ex01", "--submission", str(sub), "--compile-only", "--format", "json", "-o", str(out)])
+    data = json.loads(out.read_text())
+    assert data["compiled"] is False and data["compiler"].startswith("NVRTC")
+    xml = tmp_path / "r.xml"
+    runner.invoke(cli.main, ["ex01", "--submission", str(sub), "--compile-only", "--format", "junit", "-o", str(xml)])
+    assert "FAILED" in xml.read_text() and "kernel.cu compiled with" not in xml.read_text()
+
+
+def test_junit_skips_the_compile_of_an_unreadable_submission(runner, tmp_path):
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "kernel.cu").write_text('extern "C" __global__ void vector_add() {}\n')   # no solution.py
+    xml = tmp_path / "r.xml"
+    runner.invoke(cli.main, ["ex01", "--submission", str(sub), "--compile-only", "--format", "junit", "-o", str(xml)])
+    text = xml.read_text()
+    assert "not compiled: the submission could not be read" in text and "no compiler here" not in text
+    assert 'errors="0"' in text
 def test_compile_only_without_nvcc_compiles_with_nvrtc_and_names_the_line(runner, tmp_path, no_nvcc):
     out = _compile_only(runner, _submission(tmp_path, BROKEN_KERNEL))
     assert out.exit_code == cli.EXIT_NOT_GRADED, out.output
     assert "kernel.cu:3: error:" in out.output and "nope" in out.output
-    assert "compiled with NVRTC" in out.output and "no problems found" not in out.output
+    assert "compiling kernel.cu with NVRTC" in out.output and "FAILED" in out.output
+    assert "kernel.cu compiled with" not in out.output and "no problems found" not in out.output
 
 
 def test_compile_only_without_any_compiler_says_not_compiled_and_exits_4(runner, no_compiler):

@@ -66,7 +66,8 @@ def static_dict(spec, submission: Path, rep, exit_code: int) -> dict:  # type: i
     verdict = static_verdict(rep)
     data = json_report.error_dict(spec.name, str(submission), "compile_only",
                                   "; ".join(rep.problems) or verdict, exit_code)
-    data.update(status="compile_only", arch=rep.arch, compiler=rep.compiler, compiled=rep.compiled,
+    data.update(status="compile_only", arch=rep.arch, compiler=rep.compiler,
+                compiled=rep.compiled and not rep.compile_errors,
                 kernels=[{"name": k.name, "registers": k.registers, "shared_bytes": k.shared_bytes,
                           "local_bytes": k.stack_bytes, "stack_bytes": k.stack_bytes,
                           "spill_store_bytes": k.spill_store_bytes, "spill_load_bytes": k.spill_load_bytes}
@@ -81,8 +82,7 @@ def render_static(spec, submission: Path, rep, fmt: str, exit_code: int) -> str:
     checked (kernel.cu NOT compiled when no compiler ran), and a verdict that says so."""
     problems = list(rep.problems)
     verdict = static_verdict(rep)
-    compiled_line = (f"kernel.cu compiled with {rep.compiler} for {rep.arch}" if rep.compiled
-                     else "kernel.cu was NOT compiled")
+    compiled_line = rep.compile_line()
     notes = [f"warning: {w}" for w in rep.warnings] + [f"not checked here: {x}" for x in rep.skipped]
     if fmt == "text":
         lines = [f"{spec.name}: static report for {submission} ({rep.arch})", compiled_line]
@@ -100,7 +100,7 @@ def render_static(spec, submission: Path, rep, fmt: str, exit_code: int) -> str:
     on_kernel = [p for p in problems if p.startswith("kernel.cu") and rep.compiled]
     not_compiled = next((s for s in rep.skipped if "NOT compiled" in s), "no compiler here")
     return junit.static_xml(spec.name, on_kernel, [p for p in problems if p not in on_kernel], rep.compiler,
-                            not_compiled, [compiled_line, *notes])
+                            not_compiled, [compiled_line, *notes], unreadable=rep.unreadable)
 
 
 def write(text: str, path: Path) -> None:

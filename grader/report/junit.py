@@ -74,11 +74,13 @@ def error_xml(exercise: str, kind: str, message: str, exit_code: int = 4) -> str
 
 
 def static_xml(exercise: str, compile_problems: list[str], other_problems: list[str], compiled: str | None,
-               not_compiled: str, details: list[str]) -> str:
+               not_compiled: str, details: list[str], unreadable: bool = False) -> str:
     """The ``--compile-only`` report: a testcase for compiling kernel.cu (a ``<failure>`` with the
     compile errors; an ``<error>`` when no compiler ran, ``not_compiled`` saying why), one for the
     other static checks (``<failure>`` with their problems) and a ``<skipped>`` one for correctness
-    and timing. ``compiled`` names the compiler, None when kernel.cu was not compiled."""
+    and timing. ``compiled`` names the compiler, None when kernel.cu was not compiled; ``unreadable``:
+    it was not compiled because the submission could not be read (a ``<skipped>``, not an error of
+    the environment)."""
     suites = ET.Element("testsuites", name="grade")
     suite = ET.SubElement(suites, "testsuite", name=exercise, tests="3")
     counts = {"failure": 0, "error": 0, "skipped": 0}
@@ -92,7 +94,9 @@ def static_xml(exercise: str, compile_problems: list[str], other_problems: list[
         el = ET.SubElement(case, tag, message=message[:500], **({} if tag == "skipped" else {"type": tag}))
         el.text = text
 
-    if compiled is None:
+    if compiled is None and unreadable:
+        add("compile kernel.cu", "skipped", "not compiled: the submission could not be read", "")
+    elif compiled is None:
         add("compile kernel.cu", "error", f"kernel.cu was NOT compiled: {not_compiled}", not_compiled)
     elif compile_problems:
         add("compile kernel.cu", "failure", compile_problems[0], "\n".join(compile_problems))

@@ -26,8 +26,10 @@ from grader.sandbox import isolation, protocol, watch
 PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
 OUTPUT_LIMIT_BYTES = 16 * 1024 * 1024
 WATCH_INTERVAL_S = 0.05      # how often memory is sampled while the parent waits for a reply
-SPIN_S = 0.02                # the parent polls for a reply without sleeping this long first (a
-                             # wake-up from sleep costs tens of microseconds in a VM: timed rounds are short)
+# The parent polls for a reply without sleeping this long first (a wake-up from sleep costs tens of
+# microseconds in a VM, and timed rounds are short); not on machines of fewer than 4 cores, where
+# the polling would take a core from the worker it waits for.
+SPIN_S = 0.02 if (os.cpu_count() or 1) >= 4 else 0.0
 _LIVE_WORKERS: set[int] = set()   # PIDs of this process's running workers (never strays)
 _CONTINUED = [0]                   # SIGCONTs this process received: someone stopped it
 

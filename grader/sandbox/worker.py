@@ -32,7 +32,7 @@ from grader.sandbox import protocol
 from grader.sandbox.buffers import Descriptor, Mapper
 
 
-SPIN_POLLS = 10000
+SPIN_POLLS = 10000 if (__import__("os").cpu_count() or 1) >= 4 else 0   # see supervisor.SPIN_S
 
 
 class Failure(Exception):
