@@ -167,6 +167,9 @@ def static_check(spec: Spec, submission: Path) -> tuple[str, str] | None:
     if not submission.is_dir():
         return "bad_submission", f"{submission}: no such folder; fix: pass --submission DIR with kernel.cu and solution.py"
     for f in SUBMISSION_FILES:
+        if (submission / f).is_symlink():   # the grader would read what it points to, outside the worker's view
+            return "bad_submission", (f"{submission / f}: is a symbolic link; fix: submit the file itself, not a "
+                                      f"link to it")
         if not (submission / f).is_file():
             return "bad_submission", f"{submission / f}: missing; a submission is a folder with {' and '.join(SUBMISSION_FILES)}"
     for f in SUBMISSION_FILES:

@@ -238,3 +238,50 @@ def test_view_round_trips_and_describes_itself() -> None:
     v = View(("/srv/course",), ("/srv/course/students/a", "/opt/py"), ("/tmp/w",))
     assert View.from_json(v.to_json()) == v
     assert v.describe() == "mount namespace; hidden from the worker: /srv/course"
+
+
+def test_the_view_hides_short_paths_home_and_the_whole_grader_cache(tmp_path):
+    """Red-team findings: a folder right below / was silently not hidden; the grader user's home
+    (user site-packages, ~/.local/bin) and the ceiling cache were reachable."""
+    from grader.sandbox.supervisor import kernel_cache_root
+    w = Worker(WorkerConfig("host", make_submission(tmp_path, ADD), (), ("a", "b", "c"), 20.0, 5.0,
+                            hide=("/submissions-of-everyone",)))
+    w._new_cwd()  # noqa: SLF001 - the view needs the working directory
+    try:
+        view = w._view(kernel_cache_root() / "x")  # noqa: SLF001
+        assert "/submissions-of-everyone" in view.hide
+        assert str(Path.home().resolve()) in view.hide and str(kernel_cache_root().parent.resolve()) in view.hide
+        assert "/" not in view.hide
+        assert str((tmp_path / "sub").resolve()) in view.show and str(w.cwd) in view.writable
+    finally:
+        w.close()
+
+
+def test_the_isolation_tools_are_never_found_through_the_workers_path(monkeypatch, tmp_path):
+    from grader.sandbox import isolation
+    planted = tmp_path / "bin"
+    planted.mkdir()
+    (planted / "unshare").write_text("#!/bin/sh\nexit 0\n")
+    (planted / "unshare").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{planted}:{isolation.SYSTEM_PATH}")
+    command = isolation.wrap(["true"], isolation.View((), ()))
+    assert command[0] != "unshare" and not command[0].startswith(str(planted))
+
+
+def test_the_worker_environment_does_not_say_where_the_grader_runs(tmp_path, monkeypatch):
+    from grader.sandbox.supervisor import _worker_env
+    monkeypatch.setenv("PWD", "/secret/course")
+    monkeypatch.setenv("PYENV_DIR", "/secret/course")
+    env = _worker_env("t", tmp_path, WorkerConfig("host", tmp_path, (), (), 1.0, 1.0))
+    assert "PWD" not in env and "PYENV_DIR" not in env
+
+
+def test_a_symlinked_submission_file_is_refused(tmp_path):
+    from grader.grade import static_check
+    from tests.conftest import FIXTURES
+    from grader.spec import load_spec
+    sub = make_submission(tmp_path, ADD)
+    (sub / "solution.py").unlink()
+    (sub / "solution.py").symlink_to(FIXTURES / "course" / "solutions" / "ex90_add" / "solution.py")
+    kind, message = static_check(load_spec(FIXTURES / "course" / "exercises" / "ex90_add" / "spec.toml"), sub)
+    assert kind == "bad_submission" and "symbolic link" in message

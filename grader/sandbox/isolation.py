@@ -34,6 +34,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 _PROBE: dict[str, str | None] = {}
+# The tools are looked up here only, never through the worker's PATH (a folder on it may be
+# writable by the worker, which could plant its own `unshare` for the next worker's start).
+SYSTEM_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def tool(name: str) -> str | None:
+    """Absolute path of a system tool (util-linux), from SYSTEM_PATH only."""
+    return shutil.which(name, path=SYSTEM_PATH)
 
 
 @dataclass(frozen=True)
@@ -64,7 +72,7 @@ def unavailable_reason() -> str | None:
             _PROBE["reason"] = "turned off (GRADER_ISOLATION=off)"
         elif sys.platform != "linux":
             _PROBE["reason"] = "needs Linux namespaces"
-        elif shutil.which("unshare") is None or shutil.which("mount") is None:
+        elif tool("unshare") is None or tool("mount") is None or tool("umount") is None:
             _PROBE["reason"] = "the unshare and mount commands (util-linux) are not installed"
         else:   # the whole path once, on a scratch folder: hide one folder, show one inside it
             import tempfile
@@ -84,12 +92,12 @@ def unavailable_reason() -> str | None:
 
 def wrap(command: list[str], view: View) -> list[str]:
     """``command`` run inside the isolated view (see the module docstring)."""
-    return ["unshare", "--user", "--map-root-user", "--mount", "--", sys.executable, "-S", "-P", "-m",
-            "grader.sandbox.isolation", view.to_json(), "--", *command]
+    return [tool("unshare") or "unshare", "--user", "--map-root-user", "--mount", "--", sys.executable, "-S", "-P",
+            "-m", "grader.sandbox.isolation", view.to_json(), "--", *command]
 
 
 def _mount(*args: str) -> None:
-    r = subprocess.run(["mount", *args], capture_output=True, text=True)
+    r = subprocess.run([tool("mount") or "mount", *args], capture_output=True, text=True)
     if r.returncode != 0:
         raise OSError(f"mount {' '.join(args)}: {r.stderr.strip()}")
 
@@ -122,7 +130,7 @@ def build(view: View, stage: Path) -> None:
         if path not in view.writable:
             _mount("-o", "remount,bind,ro", path)
     for point in staged.values():
-        subprocess.run(["umount", "-l", str(point)], capture_output=True)
+        subprocess.run([tool("umount") or "umount", "-l", str(point)], capture_output=True)
 
 
 def main(argv: list[str]) -> None:
@@ -130,14 +138,15 @@ def main(argv: list[str]) -> None:
     view = View.from_json(argv[0])
     command = argv[argv.index("--") + 1:]
     import tempfile
-    stage = Path(tempfile.mkdtemp(prefix="grader-stage-"))
+    stage = Path(tempfile.mkdtemp(prefix="grader-stage-", dir="/tmp"))
     try:
         build(view, stage)
         shutil.rmtree(stage, ignore_errors=True)
     except OSError as exc:
         print(f"grader isolation failed: {exc}", file=sys.stderr, flush=True)
         sys.exit(121)
-    os.execvp("unshare", ["unshare", "--user", "--map-root-user", "--mount", "--", *command])
+    unshare = tool("unshare") or "unshare"
+    os.execv(unshare, [unshare, "--user", "--map-root-user", "--mount", "--", *command])
 
 
 if __name__ == "__main__":

@@ -149,7 +149,8 @@ def _worker_env(token: str, home: Path, config: WorkerConfig) -> dict[str, str]:
     """The worker's environment: no GRADER_* variables, its token, a private HOME (and Python
     user base) so that nothing it writes under ~ (a usercustomize.py, say) reaches a later worker,
     and a CuPy kernel cache of the submission's own."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GRADER_")}
+    env = {k: v for k, v in os.environ.items()   # nothing of the grader's own settings or whereabouts
+           if not k.startswith(("GRADER_", "PYENV")) and k not in ("PWD", "OLDPWD")}
     env[watch.TOKEN_VAR] = token
     env["CUPY_CACHE_DIR"] = str(kernel_cache_dir(config.submission))
     if config.trusted:
@@ -239,19 +240,30 @@ class Worker:
         return out
 
     def _view(self, cache: Path) -> isolation.View:
-        """The submission worker's filesystem view: the configured folders and every workers'
-        kernel cache hidden; the submission (read-only), the grader package, the Python
-        environment, its own cache and its working directory shown."""
+        """The submission worker's filesystem view: hidden are the configured folders, the grader's
+        own checkout when it is a course (it holds solutions/ or exercises/), the grader user's home
+        (user site-packages, ~/.local/bin and the like: places to plant code for later) and the whole
+        grader cache (every kernel cache, the measured ceilings); shown again are the submission
+        (read-only), the grader package and the Python environment (read-only), its own kernel
+        cache and its working directory."""
         import site
         import sysconfig
-        package = str(Path(__file__).resolve().parents[1])
+        package = Path(__file__).resolve().parents[1]
         env = {sys.prefix, sys.base_prefix, *(site.getsitepackages() if hasattr(site, "getsitepackages") else []),
                *(sysconfig.get_paths()[k] for k in ("purelib", "platlib", "stdlib", "platstdlib"))}
         keep_whole = [str(Path(p).resolve()) for p in env if p and os.path.isdir(p) and Path(p).resolve() != Path("/")]
-        # hidden folders are replaced whole: anything below them the worker needs is shown again
-        hide = [str(Path(h).resolve()) for h in (*self.config.hide, kernel_cache_root())]
-        hide = [h for h in hide if len(Path(h).parts) >= 3]   # never "/", "/home", "/tmp"...
-        show = [str(self.config.submission.resolve()), package, *keep_whole, str(cache), str(self.cwd)]
+        checkout = package.parent
+        course_like = any((checkout / d).is_dir() for d in ("solutions", "exercises", "calibration"))
+        hide = [*self.config.hide, str(kernel_cache_root().parent), str(Path.home()),
+                *([str(checkout)] if course_like else [])]
+        # hidden folders are replaced whole (anything below them the worker needs is shown again);
+        # "/" itself cannot be: a folder right below it can
+        hide = [str(Path(h).resolve()) for h in hide if Path(h).resolve() != Path("/")]
+        hidden_roots = [Path(h).resolve() for h in (*self.config.hide, *([str(checkout)] if course_like else []))]
+        extra = [str(Path(p).resolve()) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+                 if p and os.path.isdir(p) and not any(Path(p).resolve() == h or h in Path(p).resolve().parents
+                                                       for h in hidden_roots)]
+        show = [str(self.config.submission.resolve()), str(package), *keep_whole, *extra, str(cache), str(self.cwd)]
         return isolation.View(tuple(dict.fromkeys(hide)), tuple(dict.fromkeys(show)), (str(cache), str(self.cwd)))
 
     def kill(self) -> None:
