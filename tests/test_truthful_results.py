@@ -256,7 +256,7 @@ def test_a_hang_while_importing_solution_py_says_so_and_where(runner, tmp_path):
     course = tmp_path / "course"
     shutil.copytree(COURSE, course, ignore=shutil.ignore_patterns("__pycache__"))
     spec = course / "exercises" / "ex90_add" / "spec.toml"
-    spec.write_text(spec.read_text().replace("compile_s = 30", "compile_s = 3"))
+    spec.write_text(spec.read_text().replace("compile_s = 30", "compile_s = 6"))   # room for a loaded CI machine
     sub = tmp_path / "hang"
     sub.mkdir()
     (sub / "kernel.cu").write_text("//\n")
@@ -266,7 +266,7 @@ def test_a_hang_while_importing_solution_py_says_so_and_where(runner, tmp_path):
                                    "--format", "json", "-o", str(path)])
     assert out.exit_code == cli.EXIT_NOT_GRADED, out.output
     reason = json.loads(path.read_text())["reason"]
-    assert "solution.py did not finish importing within 3 s ([limits] compile_s)" in reason
+    assert "solution.py did not finish importing within 6 s ([limits] compile_s)" in reason
     assert "it was at solution.py:3" in reason and "never finishes" not in reason
 
 
