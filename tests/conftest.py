@@ -68,3 +68,19 @@ def fake_submission(tmp_path: Path, body: str, name: str = "sub") -> Path:
 @pytest.fixture
 def small_profile() -> Profile:
     return replace(PROFILES["quick"], examples=15, max_elements=2**14)
+
+
+@pytest.fixture
+def runner(monkeypatch):
+    """click's CliRunner, with a wide terminal: rich wraps at 80 columns when not on a terminal."""
+    from click.testing import CliRunner
+    monkeypatch.setenv("COLUMNS", "300")
+    return CliRunner()
+
+
+@pytest.fixture
+def no_gpu(monkeypatch):
+    """A machine without a GPU, whatever this one has."""
+    from grader import device
+    monkeypatch.setattr(device, "unavailable_reason", lambda: "no CUDA GPU found")
+    monkeypatch.setattr(device, "detect", lambda: None)

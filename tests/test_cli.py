@@ -4,23 +4,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from click.testing import CliRunner
 
-from grader import cli, device
+from grader import cli
 from tests.conftest import FIXTURES, ROOT
 
 COURSE = FIXTURES / "course"
-
-
-@pytest.fixture
-def runner(monkeypatch):
-    monkeypatch.setenv("COLUMNS", "300")  # rich wraps at 80 columns when not on a terminal
-    return CliRunner()
-
-
-@pytest.fixture
-def no_gpu(monkeypatch):
-    monkeypatch.setattr(device, "unavailable_reason", lambda: "no CUDA GPU found")
 
 
 def test_help_documents_commands_and_exit_codes(runner):

@@ -9,7 +9,6 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from grader import calibrate, cli
 from grader.device import ClockState
@@ -17,12 +16,6 @@ from grader.timing import summarize
 from tests.conftest import FIXTURES, ROOT
 
 COURSE = FIXTURES / "course"
-
-
-@pytest.fixture
-def runner(monkeypatch):
-    monkeypatch.setenv("COLUMNS", "300")
-    return CliRunner()
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
 from grader import cli, sanitize as san
 from grader.sanitize import RunContext, parse_report
@@ -22,12 +21,6 @@ CTX = RunContext((("kernel.cu", ("vector_add", "reduce_sum", "row_max")),),
 
 def log(name: str) -> str:
     return (LOGS / name).read_text()
-
-
-@pytest.fixture
-def runner(monkeypatch):
-    monkeypatch.setenv("COLUMNS", "300")
-    return CliRunner()
 
 
 # -- parsing ------------------------------------------------------------------------------------------

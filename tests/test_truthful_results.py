@@ -9,27 +9,14 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from click.testing import CliRunner
 
-from grader import cli, device, static
+from grader import cli, static
 from grader.report.json_report import schema
 from tests.conftest import FIXTURES, ROOT
 
 COURSE = FIXTURES / "course"
 BROKEN_KERNEL = 'extern "C" __global__ void vector_add(const float* a, const float* b, float* c, long n)\n{\n  c[0] = nope;\n}\n'
 STUB = ROOT / "student_template" / "ex01_vector_add"
-
-
-@pytest.fixture
-def runner(monkeypatch):
-    monkeypatch.setenv("COLUMNS", "300")
-    return CliRunner()
-
-
-@pytest.fixture
-def no_gpu(monkeypatch):
-    monkeypatch.setattr(device, "unavailable_reason", lambda: "no CUDA GPU found")
-    monkeypatch.setattr(device, "detect", lambda: None)
 
 
 @pytest.fixture
