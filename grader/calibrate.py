@@ -20,25 +20,29 @@ POLICY = StopPolicy(min_samples=20, max_samples=600, target_rse=0.003, max_secon
 
 
 def verdict(stats: TimingStats | None, clock: ClockState | None, outside_events: bool = False,
-            others: list[str] | None = None, outside_ms: float | None = None, allowed_ms: float | None = None) -> str | None:
+            others: Callable[[], list[str]] = lambda: [], outside_ms: float | None = None,
+            allowed_ms: float | None = None) -> str | None:
     """None when a shape's timing is fit to calibrate with, else why not and what to change (one
-    line). ``others`` are other processes seen on the GPU (grader.device.foreign_gpu_processes)."""
-    hint = (f"; another process is using the GPU ({', '.join(others)}): stop it and re-run" if others
-            else "; re-run on a quiet GPU")
+    line). ``others()`` lists other processes on the GPU (grader.device.foreign_gpu_processes); it
+    is asked only when a measurement is refused."""
+    def hint() -> str:
+        seen = others()
+        return (f"; another process is using the GPU ({', '.join(seen)}): stop it and re-run" if seen
+                else "; re-run on a quiet GPU")
     if stats is None:
         return "no timing samples"
     if stats.rse > MAX_RSE:
-        return f"too noisy: the median's relative standard error is {stats.rse:.1%} (limit {MAX_RSE:.0%}){hint}"
+        return f"too noisy: the median's relative standard error is {stats.rse:.1%} (limit {MAX_RSE:.0%}){hint()}"
     if stats.iqr_ms > MAX_SPREAD * stats.median_ms:
         return (f"too noisy: IQR {stats.iqr_ms:.4f} ms is {stats.iqr_ms / stats.median_ms:.0%} of the median "
-                f"(limit {MAX_SPREAD:.0%}){hint}")
+                f"(limit {MAX_SPREAD:.0%}){hint()}")
     if clock is not None and clock.throttled:
         reasons = ", ".join(clock.throttle) or f"SM clock {clock.sm_mhz} of {clock.max_sm_mhz} MHz"
         return f"the GPU was throttled ({reasons}) while the kernels ran; let it cool down or check its power limit"
     if outside_events:
         amount = (f" ({outside_ms * 1e3:.0f} us per call, {allowed_ms * 1e3:.0f} us allowed)"
                   if outside_ms is not None and allowed_ms is not None else "")
-        return f"the reference solution's work ran outside the timed events{amount}{hint}"
+        return f"the reference solution's work ran outside the timed events{amount}{hint()}"
     return None
 
 
@@ -65,10 +69,8 @@ def calibrate_exercise(name: str, grade_reference: Callable[[], object],
     out = []
     for b in r.benchmarks:  # type: ignore[attr-defined]
         s = b.submission
-        why = s.failure or verdict(s.stats, b.clock, s.outside_events, None, s.overhead_ms_per_call,
+        why = s.failure or verdict(s.stats, b.clock, s.outside_events, others, s.overhead_ms_per_call,
                                    s.allowed_ms_per_call)
-        if why is not None and s.failure is None:
-            why = verdict(s.stats, b.clock, s.outside_events, others(), s.overhead_ms_per_call, s.allowed_ms_per_call)
         out.append(ShapeCalibration(name, b.name, s.stats.median_ms if s.stats else None,
                                     s.stats.iqr_ms if s.stats else None, s.stats.n if s.stats else 0, why))
     return out

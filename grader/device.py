@@ -253,14 +253,14 @@ def foreign_gpu_processes(index: int = 0) -> list[str]:
         procs = nv.nvmlDeviceGetComputeRunningProcesses(nvml_handle(index))
     except Exception:  # noqa: BLE001 - NVML missing or not permitted
         return []
+    from grader.sandbox.watch import _stat_fields   # the one parser of /proc/PID/stat
     me, out = os.getpid(), []
     for p in procs:
-        pid, chain = int(p.pid), []
-        while pid > 1 and pid != me and len(chain) < 64:
-            chain.append(pid)
+        pid, steps = int(p.pid), 0
+        while pid > 1 and pid != me and steps < 64:   # up the parent chain: one of ours?
+            steps += 1
             try:
-                stat = Path(f"/proc/{pid}/stat").read_text()
-                pid = int(stat[stat.rfind(")") + 2:].split()[1])
+                pid = int(_stat_fields(pid)[1])
             except (OSError, ValueError, IndexError):
                 break
         if pid != me:

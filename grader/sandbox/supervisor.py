@@ -254,15 +254,14 @@ class Worker:
         keep_whole = [str(Path(p).resolve()) for p in env if p and os.path.isdir(p) and Path(p).resolve() != Path("/")]
         checkout = package.parent
         course_like = any((checkout / d).is_dir() for d in ("solutions", "exercises", "calibration"))
-        hide = [*self.config.hide, str(kernel_cache_root().parent), str(Path.home()),
-                *([str(checkout)] if course_like else [])]
+        courses = [Path(h).resolve() for h in (*self.config.hide, *([checkout] if course_like else []))]
         # hidden folders are replaced whole (anything below them the worker needs is shown again);
         # "/" itself cannot be: a folder right below it can
-        hide = [str(Path(h).resolve()) for h in hide if Path(h).resolve() != Path("/")]
-        hidden_roots = [Path(h).resolve() for h in (*self.config.hide, *([str(checkout)] if course_like else []))]
+        hide = [str(h) for h in (*courses, kernel_cache_root().parent.resolve(), Path.home().resolve())
+                if h != Path("/")]
         extra = [str(Path(p).resolve()) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
                  if p and os.path.isdir(p) and not any(Path(p).resolve() == h or h in Path(p).resolve().parents
-                                                       for h in hidden_roots)]
+                                                       for h in courses)]
         show = [str(self.config.submission.resolve()), str(package), *keep_whole, *extra, str(cache), str(self.cwd)]
         return isolation.View(tuple(dict.fromkeys(hide)), tuple(dict.fromkeys(show)), (str(cache), str(self.cwd)))
 

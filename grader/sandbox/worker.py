@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import errno
 import faulthandler
+import os
 import importlib.util
 import inspect
 import socket
@@ -32,7 +33,7 @@ from grader.sandbox import protocol
 from grader.sandbox.buffers import Descriptor, Mapper
 
 
-SPIN_POLLS = 10000 if (__import__("os").cpu_count() or 1) >= 4 else 0   # see supervisor.SPIN_S
+SPIN_POLLS = 10000 if (os.cpu_count() or 1) >= 4 else 0   # see supervisor.SPIN_S
 
 
 class Failure(Exception):
@@ -255,7 +256,6 @@ class Server:
 
 
 def main(argv: list[str]) -> None:
-    import os
     if os.environ.pop("GRADE_WORKER_TRUSTED", None):   # the reference or the baseline: another
         from grader.sandbox.watch import protect_parent   # worker must not read its files through
         protect_parent()                                  # /proc/PID/root (see sandbox.isolation)
