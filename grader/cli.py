@@ -198,7 +198,8 @@ def _emit_error(fmt: str, output: str | None, json_out: str | None, exercise: st
               "submission's worker must not see (repeatable; `grade batch` hides every student's submissions and "
               "its --out folder).")
 @click.option("--allow-unisolated", is_flag=True, help="Grade in --mode grading even where the submission's "
-              "worker cannot be isolated from the course files (no user namespaces); the report says so.")
+              "worker cannot be isolated from the course files (no user namespaces) or its kernels cannot be traced "
+              "(no CUPTI); the report says so.")
 @root_option
 @click.option("--backend", type=click.Choice(["auto", "cuda", "host"]), default="auto", hidden=True,
               help="host runs numpy submissions on the CPU (for the grader's own tests).")
@@ -275,6 +276,16 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
                         f"{why}: grading runs kernels on a GPU. Without one, `grade {ex.name} --compile-only` "
                         "compiles kernel.cu and prints the static report.", EXIT_ERROR, spec.total_points)
         info = dev.detect()
+        if mode == "grading" and not allow_unisolated:
+            from grader.sandbox.kernel_trace import build as build_tracer
+            from grader.sandbox.supervisor import kernel_cache_root
+            tracer = build_tracer(kernel_cache_root().parent)
+            if isinstance(tracer, str):
+                _emit_error(fmt, output, json_out, ex.name, str(sub), "no_kernel_trace",
+                            f"--mode grading needs the kernel tracer that checks the submission runs its own "
+                            f"kernels, which is not available here ({tracer}); fix: install the CUDA toolkit's "
+                            f"CUPTI and a C compiler, or pass --allow-unisolated to grade anyway", EXIT_ERROR,
+                            spec.total_points)
     limit = time_limit or spec.limits.total_s
     signal.signal(signal.SIGALRM, _on_alarm)
     signal.setitimer(signal.ITIMER_REAL, limit)

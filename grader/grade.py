@@ -23,6 +23,7 @@ from grader.compare import index_overflow_hint
 from grader.device import Ceilings, ClockSampler, ClockState, DeviceInfo
 from grader.instance import Instance, load_oracle
 from grader.sandbox.buffers import Arena, Backend
+from grader.sandbox.kernel_trace import own_kernel_names
 from grader.sandbox.supervisor import KIND_TEXT, Worker, WorkerConfig, times_continued
 from grader.sandbox.watch import GpuDrain
 from grader.spec import Benchmark, Spec
@@ -30,10 +31,12 @@ from grader.timing import (BASELINE, OUTSIDE_SHARE, REFERENCE, UNEVEN_RATIO, Bin
                            StopPolicy, run_benchmark)
 
 SUBMISSION_FILES = ("kernel.cu", "solution.py")
+CUDA_SOURCE_SUFFIXES = (".cu", ".cuh", ".h", ".hpp")   # where a submission's own kernels may be declared
 BASELINE_SUBMISSION = Path(__file__).resolve().parent / "sandbox" / "noop"
 # Failures while timing that fail correctness too (see grader.timing.ContestantTiming.failure_kind).
-TIMING_FAILS_CORRECTNESS = ("wrong", "forbidden_library", "host_memory_limit", "device_memory_limit",
-                            "malformed_times")
+TIMING_FAILS_CORRECTNESS = ("wrong", "forbidden_library", "foreign_kernel", "host_memory_limit",
+                            "device_memory_limit", "malformed_times")
+REFUSED_KINDS = ("forbidden_library", "foreign_kernel")   # not the submission's own work: no further cases
 MAX_TIMEOUTS = 2       # time-outs before no further case is run
 MAX_FAILED_RUNS = 25   # failing runs (edge cases and shrinking steps together) before stopping
 CASE_BUDGET_SHARE = 0.6  # share of [limits] total_s the correctness cases may use
@@ -251,6 +254,7 @@ class Grader:
         self.oracle = load_oracle(spec)
         self.seed = combine_seed(options.seed, options.secret)
         self.arg_names = spec.arg_order
+        self.own_kernels = self._own_kernels() if backend.name == "cuda" else frozenset()
         self.worker = self._worker(self.submission, trusted=not options.isolate)
         self.t0 = time.perf_counter()
         self.budget_spent = False   # correctness stopped early: the case share of total_s ran out
@@ -263,12 +267,22 @@ class Grader:
         extra = (self.opt.reference,) if self.opt.reference is not None else ()
         return tuple(str(Path(p).resolve()) for p in (course, *extra, *self.opt.hide))
 
+    def _own_kernels(self) -> frozenset[str]:
+        """The kernels a graded call may run: the ``__global__`` functions declared in the
+        submission's CUDA sources and the entries of their PTX (kernels a macro declares)."""
+        from grader.static import ptx_of
+        files = [f for f in sorted(self.submission.rglob("*")) if f.suffix in CUDA_SOURCE_SUFFIXES and f.is_file()]
+        arch = self.device.arch if self.device is not None else "sm_90"
+        ptx = [ptx_of(f, self.spec.compile_options, arch) or "" for f in files if f.suffix == ".cu"]
+        return own_kernel_names([_strip_comments(f.read_text(errors="replace"), f.name) for f in files], ptx)
+
     def _worker(self, folder: Path, trusted: bool = False) -> Worker:
         lim = self.spec.limits
         return Worker(WorkerConfig(self.backend.name, folder, self.spec.compile_options, self.arg_names,
                                    lim.compile_s, lim.case_s, int(lim.host_memory_gib * 2**30),
                                    int(lim.device_memory_gib * 2**30), self.spec.forbidden_libraries,
-                                   () if trusted else self.hidden_folders(), trusted))
+                                   () if trusted else self.hidden_folders(), trusted,
+                                   None if trusted else self.own_kernels, self.spec.allowed_kernels))
 
     # -- correctness ------------------------------------------------------------------------------
     def release(self, instance: Instance, *workers: Worker | None) -> None:
@@ -320,9 +334,12 @@ class Grader:
 
     def exhausted(self, results: Sequence[CaseResult]) -> bool:
         """Stop running cases after repeated time-outs or crashes (each costs a worker restart
-        and up to the call time limit) or when the exercise's time budget is spent."""
+        and up to the call time limit), after a refusal (a forbidden library or a foreign kernel),
+        or when the exercise's time budget is spent."""
         timeouts = sum(r.status == "timeout" for r in results)
         failures = sum(not r.passed for r in results)
+        if any(r.status in REFUSED_KINDS for r in results):   # the same on every case: one says it
+            return True
         if time.perf_counter() > self.t0 + self.spec.limits.total_s * CASE_BUDGET_SHARE:
             self.budget_spent = True
             return True
@@ -467,6 +484,19 @@ class Grader:
             frac = achieved / ceiling if achieved and ceiling else None
         return BenchResult(bench.name, dims, nbytes, flops, sub, ref, calibrated, gbps, tflops, frac, clock, n_sets)
 
+    def untraced_own_work(self, cases: Sequence[CaseResult]) -> CaseResult | None:
+        """A failing case when every correctness case passed while the kernel tracer was on but
+        saw none of the submission's own kernels run (the trace was tampered with, or the work
+        was done without a kernel of its own), else None."""
+        w = self.worker
+        if not cases or any(not c.passed for c in cases) or w.trace is None or w.own_kernels_traced:
+            return None
+        own = ", ".join(sorted(self.own_kernels)) or "none declared"
+        return CaseResult(token="", description="own kernels", origin="trace", size=0, status="foreign_kernel",
+                          message=f"{KIND_TEXT['foreign_kernel']}: no kernel of the submission's own sources (its "
+                                  f"kernels: {own}) was seen running in {len(cases)} passing cases; the work must be "
+                                  f"done by kernels of kernel.cu")
+
     def ptx_problem(self) -> str | None:
         """Why the submission gets no performance points under ``[features] required_ptx`` (its
         kernel.cu compiled to PTX lacks a required instruction), or None."""
@@ -546,6 +576,9 @@ def grade(spec: Spec, submission: Path, options: GradeOptions, backend: Backend,
             return _not_graded(spec, submission, options, start.kind, text, device, started, t0)
         kernels = tuple(start.data.get("kernels", ()))
         cases = g.correctness()
+        untraced = g.untraced_own_work(cases)
+        if untraced:
+            cases.append(untraced)
         failures = [c for c in cases if not c.passed]
         small = smallest(failures)
         repro = None
@@ -636,7 +669,7 @@ def grade(spec: Spec, submission: Path, options: GradeOptions, backend: Backend,
             device=device, ceilings=ceilings, kernels=kernels, cases=tuple(cases), smallest_failure=small,
             repro=repro, benchmarks=tuple(bench_results), score=sc, flags=tuple(flags), hidden_cases=hc,
             hidden_benchmarks=hb, worker_restarts=max(0, g.worker.starts - 1),
-            seconds=time.perf_counter() - t0, started=started, versions=versions(device), isolation=g.worker.isolation)
+            seconds=time.perf_counter() - t0, started=started, versions=versions(device), isolation=f"{g.worker.isolation}; {g.worker.kernel_check}")
     finally:
         g.close()
         for _, w in others:

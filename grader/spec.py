@@ -208,6 +208,7 @@ class Spec:
     declared_hidden: tuple[int, int] = (0, 0)  # hidden (cases, benchmarks) removed by `grade publish`
     required_ptx: tuple[str, ...] = ()      # regexes the PTX of kernel.cu must match (e.g. mma)
     forbidden_libraries: tuple[str, ...] = ()  # shared libraries the worker must not load (e.g. libcublas)
+    allowed_kernels: tuple[str, ...] = ()   # fnmatch patterns: kernels not of kernel.cu a graded call may run
 
     @property
     def arg_order(self) -> tuple[str, ...]:
@@ -365,7 +366,7 @@ class _Parser:
         self.only(comp, "compile", ("options",))
         options = self.str_list(comp, "compile", "options")
         feats = self.table(self.raw.get("features"), "features", required=False)
-        self.only(feats, "features", ("required", "forbidden", "required_ptx", "forbidden_libraries"))
+        self.only(feats, "features", ("required", "forbidden", "required_ptx", "forbidden_libraries", "allowed_kernels"))
         required = self.str_list(feats, "features", "required")
         forbidden = self.str_list(feats, "features", "forbidden")
         required_ptx = self.str_list(feats, "features", "required_ptx")
@@ -374,6 +375,11 @@ class _Parser:
             if not re.fullmatch(r"[A-Za-z0-9_.+-]+", lib):
                 raise self.err("features", f"forbidden_libraries entry {lib!r} is not a library name",
                                'give names like "libcublas" (matched against the file names of mapped libraries)')
+        allowed_kernels = self.str_list(feats, "features", "allowed_kernels")
+        for pattern in allowed_kernels:
+            if not re.fullmatch(r"[A-Za-z0-9_*?]+", pattern):
+                raise self.err("features", f"allowed_kernels entry {pattern!r} is not a kernel name pattern",
+                               'give kernel names, * for any characters (e.g. "cupy_copy*")')
         for pattern in required + forbidden + required_ptx:
             try:
                 re.compile(pattern)
@@ -396,7 +402,7 @@ class _Parser:
                     equal_nan=equal_nan, benchmarks=benchmarks, ceiling=ceiling, performance=performance,
                     compile_options=tuple(options), required=tuple(required), forbidden=tuple(forbidden),
                     required_ptx=tuple(required_ptx), forbidden_libraries=tuple(forbidden_libraries),
-                    points_correctness=p_corr, points_performance=p_perf, limits=limits, scalars=scalars,
+                    allowed_kernels=tuple(allowed_kernels), points_correctness=p_corr, points_performance=p_perf, limits=limits, scalars=scalars,
                     order=order, types=types, declared_hidden=declared_hidden)
 
     def str_list(self, data: dict, fld: str, key: str) -> list[str]:

@@ -174,3 +174,13 @@ def test_nvml_sees_the_workers_device_memory() -> None:
         assert used is not None and used > 0
     finally:
         w.close()
+
+
+def test_kernels_are_traced_and_a_library_kernel_is_named() -> None:
+    spec = spec_of("ex04_reduction")
+    own = grade_folder(spec, ROOT / "solutions" / "ex04_reduction", benchmark=False)
+    assert own.correct and "kernels traced (CUPTI" in own.isolation, own.isolation
+    r = grade_folder(spec, ROOT / "tests" / "cheats" / "ex04_reduction" / "cupy_sum_library", benchmark=False)
+    f = r.smallest_failure
+    assert f is not None and f.status == "foreign_kernel" and r.score.total == 0
+    assert "cupy_" in f.message and "is not a kernel of the submission's own sources (its kernels: unused)" in f.message

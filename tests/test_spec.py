@@ -331,6 +331,8 @@ ERRORS = [
      "'options' must be a list of strings"),
     ("bad-regex-in-features", 'forbidden = ["cublas"]', 'forbidden = ["cublas("]', "features",
      "pattern 'cublas(' is not a regular expression"),
+    ("allowed-kernel-not-a-name", 'forbidden = ["cublas"]', 'forbidden = ["cublas"]\nallowed_kernels = ["cupy copy"]',
+     "features", "allowed_kernels entry 'cupy copy' is not a kernel name pattern"),
     ("limits-not-a-number", "case_s = 5", 'case_s = "5"', "limits", "'case_s' is '5', expected int or float"),
     ("unknown-top-level-section", "[limits]\ncase_s = 5\n", "[limits]\ncase_s = 5\n\n[extras]\nfoo = 1\n",
      "extras", "is not a known section"),

@@ -248,7 +248,9 @@ def test_the_view_hides_short_paths_home_and_the_whole_grader_cache(tmp_path):
                             hide=("/submissions-of-everyone",)))
     w._new_cwd()  # noqa: SLF001 - the view needs the working directory
     try:
-        view = w._view(kernel_cache_root() / "x")  # noqa: SLF001
+        tracer_dir = str(kernel_cache_root().parent / "tracer" / "abc")
+        view = w._view(kernel_cache_root() / "x", (tracer_dir,))  # noqa: SLF001
+        assert tracer_dir in view.show and tracer_dir not in view.writable   # the kernel tracer, read-only
         assert "/submissions-of-everyone" in view.hide
         assert str(Path.home().resolve()) in view.hide and str(kernel_cache_root().parent.resolve()) in view.hide
         assert "/" not in view.hide

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from grader.sandbox import isolation, protocol, watch
+from grader.sandbox import isolation, kernel_trace, protocol, watch
 
 PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
 OUTPUT_LIMIT_BYTES = 16 * 1024 * 1024
@@ -65,6 +65,7 @@ KIND_TEXT = {
     "host_memory_limit": "host memory limit exceeded",
     "device_memory_limit": "device memory limit exceeded",
     "forbidden_library": "forbidden library loaded",
+    "foreign_kernel": "a kernel that is not the submission's ran",
     "grader_error": "grader error",
 }
 
@@ -99,6 +100,12 @@ class WorkerConfig:
     forbidden_libraries: tuple[str, ...] = ()
     hide: tuple[str, ...] = ()     # folders the worker must not see (see grader.sandbox.isolation)
     trusted: bool = False          # the reference or the baseline: not isolated, made non-dumpable
+    own_kernels: frozenset[str] | None = None   # kernel names a graded call may run (None: not checked)
+    allowed_kernels: tuple[str, ...] = ()       # and these patterns ([features] allowed_kernels)
+
+
+# Requests in which submission code runs for the grade: kernels traced in their wake must be its own.
+GRADED_OPS = ("run", "warmup", "time")
 
 
 def import_hang_message(limit_s: float, log_tail: str, submission: Path) -> str:
@@ -181,6 +188,9 @@ class Worker:
         self._last_sample = 0.0
         self.view: isolation.View | None = None
         self.isolation = "trusted worker: not isolated" if config.trusted else "none"
+        self.trace: kernel_trace.TraceFile | None = None
+        self.kernel_check = "kernels not traced (host backend)" if config.backend != "cuda" else ""
+        self.own_kernels_traced = 0   # kernels of the submission's own seen in graded requests
         watch.protect_parent()
         _watch_sigcont()
 
@@ -204,22 +214,32 @@ class Worker:
                    self.config.backend]
         cache = kernel_cache_dir(self.config.submission)
         cache.mkdir(parents=True, exist_ok=True)
+        env = _worker_env(self.token, self.cwd, self.config)
+        tracer = kernel_trace.build(kernel_cache_root().parent) if self.config.backend == "cuda" else None
+        pass_fds = [child.fileno()]
+        if isinstance(tracer, kernel_trace.Tracer):
+            self.trace = kernel_trace.TraceFile()
+            env.update(self.trace.env(tracer))
+            pass_fds.append(self.trace.worker_fd)
+        elif tracer is not None:
+            self.kernel_check = f"kernels not traced: {tracer}"
         if not self.config.trusted:
             reason = isolation.unavailable_reason()
             if reason is None:
-                self.view = self._view(cache)
+                self.view = self._view(cache, tracer.folders if isinstance(tracer, kernel_trace.Tracer) else ())
                 command = isolation.wrap(command, self.view)
                 self.isolation = self.view.describe()
             else:
                 self.isolation = f"none: {reason}"
         try:
             self.proc = subprocess.Popen(
-                command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, pass_fds=(child.fileno(),),
-                env=_worker_env(self.token, self.cwd, self.config), cwd=self.cwd, start_new_session=True,
-                preexec_fn=_limits)
+                command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, pass_fds=tuple(pass_fds),
+                env=env, cwd=self.cwd, start_new_session=True, preexec_fn=_limits)
         finally:
             child.close()
             log.close()
+            if self.trace is not None:
+                self.trace.handed_over()
         self.sock = parent
         self.starts += 1
         _LIVE_WORKERS.add(self.proc.pid)
@@ -227,6 +247,13 @@ class Worker:
         hello = self.request({"op": "hello"}, self.config.compile_s, "[limits] compile_s")
         if not hello.ok:
             return hello
+        if self.trace is not None:
+            self.kernel_check = (f"kernels traced ({self.trace.status}): only the submission's own may run"
+                                 if self.trace.status and not self.trace.error else
+                                 f"kernels not traced: {self.trace.error or 'the tracer did not start'}")
+            if not self.trace.status or self.trace.error:
+                self.trace.close()
+                self.trace = None
         self.baseline_libraries = self._libraries()  # mapped by the grader's own work, before any submission code
         out = self.request({"op": "load", "dir": str(self.config.submission), "options": list(self.config.options),
                             "nargs": len(self.config.arg_names), "arg_names": list(self.config.arg_names),
@@ -239,13 +266,13 @@ class Worker:
             out = replace(out, message=import_hang_message(self.config.compile_s, out.detail, self.config.submission))
         return out
 
-    def _view(self, cache: Path) -> isolation.View:
+    def _view(self, cache: Path, tracer_folders: tuple[str, ...]) -> isolation.View:
         """The submission worker's filesystem view: hidden are the configured folders, the grader's
         own checkout when it is a course (it holds solutions/ or exercises/), the grader user's home
         (user site-packages, ~/.local/bin and the like: places to plant code for later) and the whole
         grader cache (every kernel cache, the measured ceilings); shown again are the submission
-        (read-only), the grader package and the Python environment (read-only), its own kernel
-        cache and its working directory."""
+        (read-only), the grader package, the Python environment and the kernel tracer (read-only),
+        its own kernel cache and its working directory."""
         import site
         import sysconfig
         package = Path(__file__).resolve().parents[1]
@@ -262,7 +289,8 @@ class Worker:
         extra = [str(Path(p).resolve()) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
                  if p and os.path.isdir(p) and not any(Path(p).resolve() == h or h in Path(p).resolve().parents
                                                        for h in courses)]
-        show = [str(self.config.submission.resolve()), str(package), *keep_whole, *extra, str(cache), str(self.cwd)]
+        show = [str(self.config.submission.resolve()), str(package), *keep_whole, *extra, *tracer_folders, str(cache),
+                str(self.cwd)]
         return isolation.View(tuple(dict.fromkeys(hide)), tuple(dict.fromkeys(show)), (str(cache), str(self.cwd)))
 
     def kill(self) -> None:
@@ -280,7 +308,9 @@ class Worker:
                 self.strays_killed += len(strays)
         if self.sock is not None:
             self.sock.close()
-        self.proc, self.sock = None, None
+        if self.trace is not None:
+            self.trace.close()
+        self.proc, self.sock, self.trace = None, None, None
 
     def pause(self) -> None:
         """Stop every process of the worker's group (SIGSTOP) while it is not being timed."""
@@ -370,6 +400,10 @@ class Worker:
             self.kill()
             return Outcome(False, "forbidden_library", f"the worker loaded {', '.join(banned)}, which this exercise "
                            f"forbids ([features] forbidden_libraries); write the kernel yourself", wall_s=wall)
+        alien = self._foreign_kernels(message.get("op"))
+        if alien:
+            self.kill()
+            return Outcome(False, "foreign_kernel", alien, wall_s=wall)
         if reply.get("ok") is True:
             return Outcome(True, data={k: v for k, v in reply.items() if k != "ok"}, wall_s=wall)
         kind = str(reply.get("kind", "exception"))
@@ -437,6 +471,27 @@ class Worker:
                 or self.config.trusted):
             return []
         return watch.forbidden_in(self._libraries() - self.baseline_libraries, self.config.forbidden_libraries)
+
+    def _foreign_kernels(self, op: Any) -> str:
+        """The message when kernels traced since the last request include one that is not the
+        submission's own while a graded call ran (see grader.sandbox.kernel_trace); "" otherwise."""
+        if self.trace is None:
+            return ""
+        names = self.trace.names()
+        own = self.config.own_kernels
+        if own is None or op not in GRADED_OPS:
+            return ""
+        if self.trace.error:
+            return f"{self.trace.error}; the own-kernels check cannot vouch for this submission"
+        alien = kernel_trace.foreign(names, own, self.config.allowed_kernels)
+        self.own_kernels_traced += sum(1 for n in names if kernel_trace.base_name(n) in own)
+        if not alien:
+            return ""
+        mine = ", ".join(sorted(own)) or "none found"
+        shown = ", ".join(alien[:3]) + (f" and {len(alien) - 3} more" if len(alien) > 3 else "")
+        return (f"{shown} ran during solve but {'is not a kernel' if len(alien) == 1 else 'are not kernels'} of "
+                f"the submission's own sources (its kernels: {mine}); a library's kernel (CuPy, torch, cuBLAS, "
+                f"Triton) does not count as your work: write the kernel yourself")
 
     def _crashed(self, wall: float) -> Outcome:
         code = None

@@ -1,0 +1,205 @@
+"""The own-kernels check (DESIGN must 9): which kernels ran in a worker, seen from the grader.
+
+A worker of the CUDA backend starts with ``CUDA_INJECTION64_PATH`` naming the tracer library built
+from ``kernel_trace.c``: the CUDA driver loads it when the worker initialises CUDA (before any
+submission code runs) and it writes the name of every kernel the process runs, whoever launched it,
+to a file the grader opened (:class:`TraceFile`). After each request the grader reads the new names;
+a kernel of a submission's graded call whose name is not a ``__global__`` function of the
+submission's own sources (:func:`own_kernel_names`) fails the submission (:func:`foreign`).
+
+What it does not cover (README, "Isolation"): the tracer runs inside the worker's process, so a
+submission that deliberately disables CUPTI or closes the trace file through ctypes can hide later
+kernels (the grader then sees no kernel at all from its graded calls, which it reports); and a
+library kernel whose name equals one of the submission's own kernels passes.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+SOURCE = Path(__file__).with_name("kernel_trace.c")
+LIBRARY = "libgrader_kernel_trace.so"
+FD_VAR = "GRADE_KERNEL_TRACE_FD"
+INJECTION_VAR = "CUDA_INJECTION64_PATH"
+_BUILT: dict[str, "Tracer | str"] = {}
+
+
+@dataclass(frozen=True)
+class Tracer:
+    """A built tracer: ``library`` (absolute path of the .so) and the folders a worker must see
+    for it to load (``folders``: the library's own and libcupti's)."""
+    library: Path
+    folders: tuple[str, ...]
+
+
+def _cuda_roots() -> list[Path]:
+    roots = [os.environ.get(v) for v in ("CUDA_HOME", "CUDA_PATH")]
+    nvcc = shutil.which("nvcc")
+    if nvcc:
+        roots.append(str(Path(nvcc).resolve().parents[1]))
+    roots += ["/usr/local/cuda", *sorted(map(str, Path("/usr/local").glob("cuda-*")), reverse=True)]
+    for site_dir in sys.path:   # the nvidia-cuda-cupti wheel (nvidia/cu13, nvidia/cuda_cupti)
+        for sub in ("nvidia/cu13", "nvidia/cuda_cupti"):
+            roots.append(str(Path(site_dir) / sub))
+    return [Path(r) for r in dict.fromkeys(r for r in roots if r) if Path(r).is_dir()]
+
+
+def find_cupti() -> tuple[Path, Path] | str:
+    """(folder of cupti.h, folder of libcupti.so) of the first CUDA toolkit or CUPTI wheel found
+    (CUDA_HOME, CUDA_PATH, nvcc's toolkit, /usr/local/cuda*, nvidia/cu13 in site-packages), or a
+    one-line reason when there is none."""
+    for root in _cuda_roots():
+        for inc in (root / "include", root / "extras" / "CUPTI" / "include"):
+            if not (inc / "cupti.h").is_file():
+                continue
+            for lib in (root / "lib64", root / "lib", root / "extras" / "CUPTI" / "lib64", root / "targets" / "x86_64-linux" / "lib"):
+                if any(lib.glob("libcupti.so*")):
+                    return inc, lib
+    return ("no CUPTI found (cupti.h and libcupti.so of a CUDA toolkit; set CUDA_HOME, or pip install "
+            "nvidia-cuda-cupti)")
+
+
+def build(cache: Path) -> Tracer | str:
+    """The tracer library, compiled once per source and CUPTI version into ``cache``/tracer (with
+    the system C compiler, ``cc``); a one-line reason when it cannot be built."""
+    key = str(cache)
+    if key in _BUILT:
+        return _BUILT[key]
+    found = find_cupti()
+    if isinstance(found, str):
+        result: Tracer | str = found
+    else:
+        inc, lib = found
+        cc = shutil.which("cc") or shutil.which("gcc")
+        digest = hashlib.sha256(SOURCE.read_bytes() + str(inc).encode() + str(lib).encode()).hexdigest()[:16]
+        target = cache / "tracer" / digest / LIBRARY
+        if cc is None and not target.is_file():
+            result = "no C compiler (cc) to build the kernel tracer"
+        else:
+            if not target.is_file():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".so")
+                os.close(fd)
+                r = subprocess.run([cc, "-shared", "-fPIC", "-O2", str(SOURCE), f"-I{inc}", f"-L{lib}", "-lcupti",
+                                    f"-Wl,-rpath,{lib}", "-o", tmp], capture_output=True, text=True)
+                if r.returncode != 0:
+                    os.unlink(tmp)
+                    _BUILT[key] = f"building the kernel tracer failed: {(r.stderr.strip().splitlines() or ['?'])[-1]}"
+                    return _BUILT[key]
+                os.replace(tmp, target)   # atomic: a concurrent grade sees the whole library or none
+            result = Tracer(target, (str(target.parent), str(lib)))
+    _BUILT[key] = result
+    return result
+
+
+class TraceFile:
+    """The file a worker's tracer writes to: opened here (append-only for the worker, which gets
+    the descriptor), read here after each request. ``status``: "" until the tracer said it is ready,
+    then "CUPTI ..."; ``error``: what the tracer or the file said went wrong."""
+
+    def __init__(self) -> None:
+        fd, path = tempfile.mkstemp(prefix="grade-kernel-trace-")
+        os.close(fd)
+        self.worker_fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+        self._read = open(path, "rb")
+        os.unlink(path)      # nothing else can open it: only the two descriptors reach it
+        self._offset = 0
+        self.status = ""
+        self.error = ""
+
+    def env(self, tracer: Tracer) -> dict[str, str]:
+        return {INJECTION_VAR: str(tracer.library), FD_VAR: str(self.worker_fd)}
+
+    def names(self) -> list[str]:
+        """Kernel names written since the last call (in the order they completed)."""
+        size = os.fstat(self._read.fileno()).st_size
+        if size < self._offset:
+            self.error = "the kernel trace was truncated by the worker"
+            self._offset = size
+            return []
+        self._read.seek(self._offset)
+        data = self._read.read(size - self._offset)
+        end = data.rfind(b"\n") + 1        # a line still being written waits for the next read
+        self._offset += end
+        out = []
+        for line in data[:end].decode(errors="replace").splitlines():
+            tag, _, text = line.partition(" ")
+            if tag == "K":
+                out.append(text)
+            elif tag == "R":
+                self.status = text
+            elif tag == "E":
+                self.error = f"the kernel tracer did not start: {text}"
+            elif tag == "D":
+                self.error = f"the kernel tracer lost records: {text}"
+        return out
+
+    def handed_over(self) -> None:
+        """The worker was started with its copy of ``worker_fd``: close the grader's."""
+        if self.worker_fd >= 0:
+            os.close(self.worker_fd)
+            self.worker_fd = -1
+
+    def close(self) -> None:
+        self.handed_over()
+        self._read.close()
+
+
+_PTX_ENTRY = re.compile(r"\.entry\s+([\w$]+)")
+
+
+def own_kernel_names(sources: list[str], ptx: list[str] = ()) -> frozenset[str]:
+    """Names of the ``__global__`` functions declared in the given CUDA sources (comments
+    removed by the caller) and of the ``.entry`` functions of their PTX (which holds the kernels a
+    macro declares; C++ names by :func:`base_name`)."""
+    from grader.kernel import kernel_names
+    return frozenset([n for s in sources for n in kernel_names(s) if n != "__launch_bounds__"]
+                     + [base_name(n) for text in ptx for n in _PTX_ENTRY.findall(text)])
+
+
+_SOURCE_NAME = re.compile(r"(\d+)")
+
+
+def base_name(traced: str) -> str:
+    """The function name of a traced kernel name: itself for ``extern "C"`` kernels; for C++
+    (Itanium-mangled, ``_Z...``) kernels the unqualified name, without namespaces and template
+    arguments (``_ZN2ns6kernelILi4EEEvPf`` -> ``kernel``). Unparsable names are returned whole."""
+    if not traced.startswith("_Z"):
+        return traced
+    s, i = traced, 2
+    if s.startswith("L", i):
+        i += 1
+    nested = s.startswith("N", i)
+    i += int(nested)
+    last = None
+    while i < len(s):
+        if s[i] in "KVr" and nested:     # cv-qualifiers of a nested name
+            i += 1
+            continue
+        m = _SOURCE_NAME.match(s, i)
+        if not m:
+            break
+        n = int(m.group(1))
+        start = m.end()
+        last = s[start:start + n]
+        i = start + n
+        if not nested:
+            break
+        if s.startswith("I", i) or s.startswith("E", i):
+            break
+    return last if last else traced
+
+
+def foreign(names: list[str], own: frozenset[str], allowed: tuple[str, ...] = ()) -> list[str]:
+    """The traced kernel names (deduplicated, in order) that are neither kernels of the submission
+    (``own``) nor matched by one of the spec's ``allowed`` patterns (fnmatch, case-sensitive)."""
+    from fnmatch import fnmatchcase
+    return [n for n in dict.fromkeys(names)
+            if base_name(n) not in own and not any(fnmatchcase(n, p) or fnmatchcase(base_name(n), p) for p in allowed)]

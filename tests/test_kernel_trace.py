@@ -1,0 +1,110 @@
+"""The own-kernels check (grader.sandbox.kernel_trace): name matching, the trace file, the tracer
+build, and the report formats' knowledge of its failure kind. The check on a GPU is in
+tests/test_cheats.py (the library cheats) and tests/test_gpu.py."""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from grader.grade import _strip_comments
+from grader.report.json_report import schema
+from grader.sandbox import kernel_trace as kt
+from grader.sandbox.supervisor import KIND_TEXT
+
+
+@pytest.mark.parametrize("traced, base", [
+    ("vector_add", "vector_add"),                       # extern "C"
+    ("_Z10vector_addPKfS0_Pfx", "vector_add"),           # C++ linkage
+    ("_ZN2ns6kernelILi4EEEvPf", "kernel"),               # namespace + template
+    ("_Z6kernelILi128ELi4EEvPKfPf", "kernel"),            # template at global scope
+    ("_ZN12_GLOBAL__N_16kernelEPf", "kernel"),            # anonymous namespace
+    ("_ZL6staticPf", "static"),                          # internal linkage
+    ("_ZN2at6native29vectorized_elementwise_kernelILi4EEEvi", "vectorized_elementwise_kernel"),
+    ("_Zgarbage", "_Zgarbage"),                          # unparsable: kept whole
+])
+def test_base_name_of_traced_kernels(traced, base):
+    assert kt.base_name(traced) == base
+
+
+def test_foreign_names_library_kernels_and_honours_allowed_patterns():
+    own = frozenset({"block_sum", "store"})
+    traced = ["block_sum", "store", "cupy_sum", "block_sum", "_Z9block_sumPKfPdx", "cupy_copy__float16_float16"]
+    assert kt.foreign(traced, own) == ["cupy_sum", "cupy_copy__float16_float16"]
+    assert kt.foreign(traced, own, ("cupy_copy*",)) == ["cupy_sum"]
+    assert kt.foreign(["block_sum"], own) == []
+
+
+def test_own_kernel_names_ignore_commented_out_declarations():
+    source = '''
+    // __global__ void cupy_sum(float* x) {}          a library's name in a comment
+    /* extern "C" __global__ void reduce_kernel(float* x) {} */
+    extern "C" __global__ void __launch_bounds__(256) block_sum(const float* x) {}
+    template <int B> __global__ void tile(float* x) {}
+    '''
+    assert kt.own_kernel_names([_strip_comments(source, "kernel.cu")]) == frozenset({"block_sum", "tile"})
+
+
+def test_trace_file_reads_new_complete_lines_and_notices_truncation():
+    f = kt.TraceFile()
+    try:
+        assert f.env(kt.Tracer(kt.Path("/x/lib.so"), ()))[kt.FD_VAR] == str(f.worker_fd)
+        os.write(f.worker_fd, b"R CUPTI 130001\nK block_sum\nK cupy_s")
+        assert f.names() == ["block_sum"] and f.status == "CUPTI 130001" and not f.error
+        os.write(f.worker_fd, b"um\nD 3 kernel records dropped\n")
+        assert f.names() == ["cupy_sum"] and "lost records" in f.error
+        assert f.names() == []
+        os.ftruncate(f.worker_fd, 0)      # what a worker holding the descriptor could do
+        f.names()
+        assert "truncated" in f.error
+    finally:
+        f.close()
+    assert f.worker_fd == -1
+
+
+def test_a_tracer_that_could_not_start_says_why():
+    f = kt.TraceFile()
+    try:
+        os.write(f.worker_fd, b"E CUPTI_ERROR_INSUFFICIENT_PRIVILEGES\n")
+        f.names()
+        assert f.status == "" and "did not start: CUPTI_ERROR_INSUFFICIENT_PRIVILEGES" in f.error
+    finally:
+        f.close()
+
+
+def test_find_cupti_reports_a_reason_when_there_is_none(monkeypatch, tmp_path):
+    monkeypatch.setattr(kt, "_cuda_roots", lambda: [tmp_path])
+    reason = kt.find_cupti()
+    assert isinstance(reason, str) and "no CUPTI found" in reason and "CUDA_HOME" in reason
+    monkeypatch.setattr(kt, "_BUILT", {})
+    assert kt.build(tmp_path / "cache") == reason
+
+
+@pytest.mark.skipif(isinstance(kt.find_cupti(), str) or shutil.which("cc") is None,
+                    reason="no CUPTI (CUDA toolkit) or no C compiler on this machine: the tracer cannot be built")
+def test_the_tracer_builds_once_and_exports_its_entry_points(tmp_path, monkeypatch):
+    monkeypatch.setattr(kt, "_BUILT", {})
+    tracer = kt.build(tmp_path)
+    assert isinstance(tracer, kt.Tracer), tracer
+    assert tracer.library.is_file() and str(tracer.library.parent) in tracer.folders
+    symbols = subprocess.run(["nm", "-D", "--defined-only", str(tracer.library)], capture_output=True,
+                             text=True).stdout if shutil.which("nm") else ""
+    if symbols:
+        assert "InitializeInjection" in symbols and "grader_trace_flush" in symbols
+    else:
+        lib = ctypes.CDLL(str(tracer.library))
+        assert lib.InitializeInjection and lib.grader_trace_flush
+    mtime = tracer.library.stat().st_mtime_ns
+    monkeypatch.setattr(kt, "_BUILT", {})
+    assert kt.build(tmp_path) == tracer and tracer.library.stat().st_mtime_ns == mtime   # not rebuilt
+
+
+def test_report_schema_knows_every_failure_kind_and_case_origin():
+    case = schema()["$defs"]["case"]["properties"]
+    assert set(KIND_TEXT) | {"pass", "fail"} <= set(case["status"]["enum"])
+    assert {"edge", "hypothesis", "repro", "benchmark", "trace"} <= set(case["origin"]["enum"])
+    json.dumps(schema())
