@@ -24,7 +24,7 @@ from grader.device import Ceilings, ClockSampler, ClockState, DeviceInfo
 from grader.instance import Instance, load_oracle
 from grader.sandbox.buffers import Arena, Backend
 from grader.sandbox.kernel_trace import own_kernel_names
-from grader.sandbox.supervisor import KIND_TEXT, Worker, WorkerConfig, times_continued
+from grader.sandbox.supervisor import KIND_TEXT, Outcome, Worker, WorkerConfig, times_continued
 from grader.sandbox.watch import GpuDrain
 from grader.spec import Benchmark, Spec
 from grader.timing import (BASELINE, OUTSIDE_SHARE, REFERENCE, UNEVEN_RATIO, Binding, Contestant, Rig, ShapeResult,
@@ -285,12 +285,17 @@ class Grader:
                                    None if trusted else self.own_kernels, self.spec.allowed_kernels))
 
     # -- correctness ------------------------------------------------------------------------------
-    def release(self, instance: Instance, *workers: Worker | None) -> None:
-        """Unmap the instance's buffers in each live worker, then free them."""
+    def release(self, instance: Instance, *workers: Worker | None) -> Outcome | None:
+        """Unmap the instance's buffers in each live worker, then free them. Returns a refusal
+        (a foreign kernel, say, that ran after solve returned) reported with an unmapping, else None."""
+        refused = None
         for w in workers:
             if w is not None and w.alive:
-                w.request({"op": "release", "handles": instance.handles}, 30)
+                out = w.request({"op": "release", "handles": instance.handles}, 30)
+                if not out.ok and out.kind in REFUSED_KINDS and refused is None:
+                    refused = out
         instance.free()
+        return refused
 
     def run_case(self, case: Case) -> CaseResult:
         base = dict(token=case.token, description=case.describe(self.spec), origin=case.origin, size=case.size())
@@ -304,14 +309,18 @@ class Grader:
                                       "[limits] case_s")
             if not out.ok:
                 hint = index_overflow_hint(None, inst.large_arrays())  # a crash at 2^31+ elements
-                return CaseResult(status=out.kind, message=f"{KIND_TEXT[out.kind]}: {out.message}"
-                                  + (f" ({hint})" if hint else ""),
-                                  details=tuple(x for x in (out.detail,) if x), seconds=out.wall_s, **base)
-            message, details = inst.check()
-            return CaseResult(status="fail" if message else "pass", message=message, details=tuple(details),
-                              seconds=out.wall_s, **base)
+                result = CaseResult(status=out.kind, message=f"{KIND_TEXT[out.kind]}: {out.message}"
+                                    + (f" ({hint})" if hint else ""),
+                                    details=tuple(x for x in (out.detail,) if x), seconds=out.wall_s, **base)
+            else:
+                message, details = inst.check()
+                result = CaseResult(status="fail" if message else "pass", message=message, details=tuple(details),
+                                    seconds=out.wall_s, **base)
         finally:
-            self.release(inst, self.worker)
+            late = self.release(inst, self.worker)
+        if late is not None and result.status not in REFUSED_KINDS:
+            return replace(result, status=late.kind, message=f"{KIND_TEXT[late.kind]}: {late.message}", details=())
+        return result
 
     def correctness(self) -> list[CaseResult]:
         spec, profile = self.spec, self.opt.profile
@@ -604,12 +613,16 @@ def grade(spec: Spec, submission: Path, options: GradeOptions, backend: Backend,
                 if bench.hidden and not options.profile.hidden:
                     continue
                 bench_results.append(g.benchmark(bench, others, rng))
+                if bench_results[-1].submission.failure_kind in REFUSED_KINDS:
+                    break   # not the submission's own work: timing the other shapes would say nothing
             # wrong outputs (or a forbidden library, a memory cap) while timing fail correctness:
             # a submission must be right on every call, not only on the checked ones
             for b in bench_results:
                 if b.submission.failure_kind in TIMING_FAILS_CORRECTNESS:
-                    cases.append(CaseResult(token="", description=f"benchmark {b.name}", origin="benchmark",
-                                            size=0, status="fail", message=b.submission.failure or ""))
+                    kind = b.submission.failure_kind
+                    cases.append(CaseResult(token="", description=f"benchmark {b.name}", origin="benchmark", size=0,
+                                            status=kind if kind in REFUSED_KINDS else "fail",
+                                            message=b.submission.failure or ""))
             failures = [c for c in cases if not c.passed]
             small = small or smallest(failures)
             correct = not failures

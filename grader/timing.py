@@ -269,8 +269,11 @@ def run_benchmark(contestants: Sequence[Contestant], rig: Rig, policy: StopPolic
             c.resume()
             last = held[c.name]
             if last is not None:
-                if results[c.name].failure is None:
-                    c.request({"op": "release", "handles": list(last.handles)}, call_timeout_s + 5)
+                if results[c.name].failure is None:   # its reply is also when the worker's checks of the
+                    out = c.request({"op": "release", "handles": list(last.handles)}, call_timeout_s + 5)
+                    if not out.ok:                     # timed rounds' kernels arrive (sandbox.kernel_trace)
+                        results[c.name].failure = f"after the timed rounds: {out.kind}: {out.message}"
+                        results[c.name].failure_kind = out.kind
                 last.free()
     return finalize(list(results.values()), basis_ms, policy.outside_slack_ms)
 

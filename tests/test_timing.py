@@ -306,6 +306,18 @@ def test_worker_failure_is_recorded() -> None:
     assert s.failure == "timeout: no answer within 7 s" and s.time_ms is None and rounds == [1]
 
 
+def test_a_failure_reported_when_the_shape_ends_is_the_contestants() -> None:
+    """Timed rounds do not flush the kernel tracer (the flush stays out of the timed window): what
+    they ran is checked with the release that ends the shape."""
+    log: list[str] = []
+    sub = Fake("submission", log, lambda r: [0.5, 0.5],
+               fail=lambda op, r: Outcome(False, "foreign_kernel", "cupy_sum ran during solve") if op == "release"
+               else None)
+    (s,), _ = bench([sub], log, STEADY)
+    assert s.failure == "after the timed rounds: foreign_kernel: cupy_sum ran during solve"
+    assert s.failure_kind == "foreign_kernel" and s.time_ms is None and log[-2].startswith("release:")
+
+
 @pytest.mark.parametrize("fail, verify, message", [
     (lambda op, r: Outcome(False, "crash", "the worker process killed by SIGSEGV") if op == "warmup" else None,
      lambda w: None,

@@ -104,8 +104,9 @@ class WorkerConfig:
     allowed_kernels: tuple[str, ...] = ()       # and these patterns ([features] allowed_kernels)
 
 
-# Requests in which submission code runs for the grade: kernels traced in their wake must be its own.
-GRADED_OPS = ("run", "warmup", "time")
+# Requests before any call of solve: kernels traced in their wake (the grader's own start-up work,
+# the submission's import) are not checked; after any other, they must be the submission's own.
+UNGRADED_OPS = ("hello", "load")
 
 
 def import_hang_message(limit_s: float, log_tail: str, submission: Path) -> str:
@@ -479,7 +480,7 @@ class Worker:
             return ""
         names = self.trace.names()
         own = self.config.own_kernels
-        if own is None or op not in GRADED_OPS:
+        if own is None or op in UNGRADED_OPS:
             return ""
         if self.trace.error:
             return f"{self.trace.error}; the own-kernels check cannot vouch for this submission"
