@@ -5,9 +5,10 @@
 For the reference solution and the no-op baseline of a few exercises, it runs the grader's own
 timing rounds by hand (the same Worker, Instance, fresh Arena per round and requests as
 grader.timing.run_benchmark) and splits each round into: the resume signal and the pause signal
-(both outside the timed wall clock), the worker's phases (unmapping the last round's arena and
-mapping this one, queueing the calls, the device synchronisation, reading the events) and the
-request's transport. ``outside`` is the round's wall time not covered by the call events, per call:
+(both outside the timed wall clock), the untimed ``map`` request before it (``premap``: unmapping
+the last round's arena and mapping this one), the worker's phases in the timed request (``map``:
+taking the mapped buffers, queueing the calls, the device synchronisation, reading the events)
+and the request's transport. ``outside`` is the round's wall time not covered by the call events, per call:
 the harness overhead the wall-clock bound has to allow for. Then it times CUDA IPC itself
 (ipcGetMemHandle in the parent, ipcOpenMemHandle + close in a fresh process) for a few sizes.
 
@@ -67,26 +68,33 @@ def rounds_table(rounds: int, nsets: int, flush: bool) -> list[str]:
             for s in sets:
                 s.unbind()
             parts: dict[str, list[float]] = {k: [] for k in
-                                             ("resume", "map", "queue", "sync", "read", "transport", "pause",
-                                              "events", "outside")}
+                                             ("premap", "resume", "map", "queue", "sync", "read", "transport",
+                                              "pause", "events", "outside")}
             for r in range(rounds):
                 arena = Arena(backend, sum(s.arena_bytes for s in sets))   # fresh buffers, as grading does
                 for s in sets:
-                    s.bind(arena)
+                    s.place(arena)
                 descs = [s.descriptors() for s in sets]
                 order = list(range(nsets))
+                w.resume()   # the untimed map request, then the inputs written while it is stopped
+                mapped = w.request({"op": "map", "sets": descs, "close": close}, 60)
+                w.pause()
+                assert mapped.ok, mapped.message
+                held.free()
+                close, held = [arena.handle], arena
+                for s in sets:
+                    s.write()
                 t0 = time.perf_counter()
                 w.resume()
                 t1 = time.perf_counter()
-                out = w.request({"op": "time", "sets": descs, "order": order, "close": close,
+                out = w.request({"op": "time", "sets": descs, "order": order,
                                  "flush_bytes": 2 * dev.l2_bytes if flush else 0}, 60)
                 t2 = time.perf_counter()
                 w.pause()
                 t3 = time.perf_counter()
-                held.free()
-                close, held = [arena.handle], arena
                 for s in sets:
                     s.unbind()
+                parts["premap"].append(mapped.wall_s * 1e6)
                 assert out.ok, out.message
                 ph = out.data["phases_ms"]
                 ev = sum(out.data["times_ms"])

@@ -442,8 +442,12 @@ class Grader:
         def bind() -> Binding:
             arena = Arena(self.backend, sum(inst.arena_bytes for inst in sets))
             for inst in sets:
-                inst.bind(arena)
+                inst.place(arena)
             return Binding([inst.descriptors() for inst in sets], (arena.handle,), arena.free)
+
+        def fill() -> None:
+            for inst in sets:
+                inst.write()
 
         def release() -> None:
             for inst in sets:
@@ -457,7 +461,8 @@ class Grader:
             return None
 
         drain = GpuDrain() if self.backend.name == "cuda" else None
-        rig = Rig(n_sets, redraw, bind, verify, drain.wait if drain is not None else (lambda limit_s: 0.0), release)
+        rig = Rig(n_sets, redraw, bind, verify, drain.wait if drain is not None else (lambda limit_s: 0.0), release,
+                  fill)
         contestants = [Contestant("submission", self.worker.request, self.worker.pause, self.worker.resume)]
         contestants += [Contestant(name, w.request, w.pause, w.resume) for name, w in others]
         flush = 2 * self.device.l2_bytes if self.device is not None else 0

@@ -115,12 +115,21 @@ class Instance:
         return sum(-(-guarded_size(shape, dtype, offset) // 256) * 256 for _, shape, dtype, offset in self._layout())
 
     def bind(self, arena: Arena) -> None:
+        """:meth:`place` then :meth:`write`."""
+        self.place(arena)
+        self.write()
+
+    def place(self, arena: Arena) -> None:
         """Move the arrays into fresh memory carved from ``arena`` (the old buffers are freed; the
-        arena owns the new ones), write the current inputs there and prepare the next call (see
-        :meth:`reset`). The values and the expected outputs stay as they were."""
+        arena owns the new ones); nothing is written there yet. The values and the expected
+        outputs stay as they were."""
         for g in self.arrays.values():
             g.free()
         self._allocate(arena)
+
+    def write(self) -> None:
+        """Write the current inputs into the placed arrays and prepare the next call (see
+        :meth:`reset`)."""
         for t in self.spec.inputs:
             self.arrays[t.name].array[...] = self.values[t.name]
         self.reset()

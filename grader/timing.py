@@ -10,13 +10,16 @@ with a ``solve`` that does nothing, so its unaccounted time is the harness's own
 1. Each contestant warms up by time in its own worker.
 2. Rounds follow until the estimate is stable. Before every round the parent re-draws EVERY input
    set (a cache or a replayed output is wrong). For each contestant's turn it then allocates a
-   fresh :class:`~grader.sandbox.buffers.Arena` holding every set, writes the inputs and poisons
-   the outputs: the buffers of a timed call are memory the worker could not address before that
-   call's request, so no work it queued earlier can read them (DESIGN must 10). The parent checks
-   that no other CUDA context still has work on the GPU (:class:`grader.sandbox.watch.GpuDrain`),
-   resumes the contestant's processes, and starts its wall clock. In one request the worker maps
-   the arena, flushes L2 once and calls ``solve`` on every set back to back, in a shuffled order,
-   with CUDA events between consecutive calls; then it synchronises the device and replies. The
+   fresh :class:`~grader.sandbox.buffers.Arena` for every set; the contestant, resumed for one
+   untimed request, maps it (and unmaps its previous one) and is stopped again. Only then does the
+   parent write the inputs and poison the outputs: a stopped worker cannot act on them, and GPU
+   work it queued earlier (say a kernel waiting for the inputs to change) is seen by the drain
+   check (:class:`grader.sandbox.watch.GpuDrain`): the parent waits until no other CUDA context has
+   work on the GPU, and that wait is charged to the contestant's round (DESIGN must 10: no work
+   queued earlier gains anything; mapping, whose cost grows with the data, stays out of the timed
+   window). The parent resumes the contestant's processes and starts its wall clock. In one
+   request the worker flushes L2 once and calls ``solve`` on every set back to back, in a shuffled
+   order, with CUDA events between consecutive calls; then it synchronises the device and replies. The
    parent stops the clock at the reply, stops the contestant's processes (SIGSTOP: nothing runs
    on its side between its rounds), and waits until the GPU has drained: time any of the
    contestant's GPU work still needed after its reply is added to its round's wall time. Then the
@@ -192,17 +195,19 @@ class Binding:
 class Rig:
     """The parent's side of one benchmark shape: ``sets`` input sets (= calls per round);
     ``redraw`` draws new values and expected outputs for every set; ``bind`` places every set in a
-    fresh arena (inputs written, outputs poisoned); ``verify`` checks every output, guard and input
-    of the bound sets (None, or a message); ``drain(limit_s)`` waits until no other CUDA context has
-    work on the GPU and returns the ms it waited (math.inf past ``limit_s``); ``release`` detaches
-    the sets from the bound buffers once a turn is checked (the :class:`Binding` itself is freed
-    after the worker unmapped it, in its next request)."""
+    fresh arena (nothing written yet); ``fill`` writes the inputs of the bound sets and poisons
+    their outputs; ``verify`` checks every output, guard and input of the bound sets (None, or a
+    message); ``drain(limit_s)`` waits until no other CUDA context has work on the GPU and returns
+    the ms it waited (math.inf past ``limit_s``); ``release`` detaches the sets from the bound
+    buffers once a turn is checked (the :class:`Binding` itself is freed after the worker unmapped
+    it, in its next request)."""
     sets: int
     redraw: Callable[[], None]
     bind: Callable[[], Binding]
     verify: Callable[[str], str | None]
     drain: Callable[[float], float] = lambda limit_s: 0.0
     release: Callable[[], None] = lambda: None
+    fill: Callable[[], None] = lambda: None
 
 
 def _valid_times(raw: Any, calls: int) -> bool:
@@ -235,6 +240,7 @@ def run_benchmark(contestants: Sequence[Contestant], rig: Rig, policy: StopPolic
     rig.redraw()
     for c in contestants:
         binding = rig.bind()
+        rig.fill()
         out = c.request({"op": "warmup", "sets": binding.descriptors, "ms": policy.warmup_ms},
                         call_timeout_s + policy.warmup_ms / 1e3 * 4)
         c.pause()
@@ -293,23 +299,34 @@ def _timed_round(c: Contestant, results: dict[str, ContestantTiming], rig: Rig, 
     res = results[c.name]
     binding = rig.bind()
     try:
-        if math.isinf(rig.drain(DRAIN_LIMIT_S)):   # the GPU is ours and the contestant's alone from here
+        # the worker maps this turn's fresh arena (and unmaps the previous one) before the timed
+        # request, with nothing written in it yet; stopped again, it cannot act on what the parent
+        # then writes: GPU work it queued earlier is waited for, and charged to its round
+        previous = held[c.name]
+        c.resume()
+        mapped = c.request({"op": "map", "sets": binding.descriptors,
+                            "close": list(previous.handles) if previous is not None else []}, call_timeout_s + 5)
+        c.pause()
+        if previous is not None:   # unmapped by the worker now (or the worker is gone)
+            previous.free()
+        held[c.name] = binding
+        if not mapped.ok:
+            res.failure, res.failure_kind = f"{mapped.kind}: {mapped.message}", mapped.kind
+            return
+        rig.fill()
+        queued_ms = rig.drain(DRAIN_LIMIT_S)
+        if math.isinf(queued_ms):   # the GPU is ours and the contestant's alone from here
             _gpu_busy(results, f"before timed round {round_no} of {c.name}")
             return
         order = list(range(rig.sets))
         rng.shuffle(order)
-        previous = held[c.name]
         c.resume()
         t0 = time.perf_counter()
-        out = c.request({"op": "time", "sets": binding.descriptors, "order": order, "flush_bytes": flush_bytes,
-                         "close": list(previous.handles) if previous is not None else []},
+        out = c.request({"op": "time", "sets": binding.descriptors, "order": order, "flush_bytes": flush_bytes},
                         call_timeout_s * rig.sets + 5)
         t1 = t0 + out.wall_s   # from sending the request to receiving the reply (the parent's checks after it excluded)
         c.pause()
-        drained_ms = rig.drain(DRAIN_LIMIT_S)
-        if previous is not None:   # unmapped by the worker now (or the worker is gone)
-            previous.free()
-        held[c.name] = binding
+        drained_ms = rig.drain(DRAIN_LIMIT_S) + queued_ms
         if on_window:
             on_window(t0, t1)
         if not out.ok:

@@ -178,7 +178,7 @@ class Fake:
         failure = self.fail(op, self.rounds)
         if failure is not None:
             return failure
-        if op == "release":
+        if op in ("release", "map"):
             return Outcome(True, data={})
         if op == "warmup":
             return Outcome(True, data={}, wall_s=0.03)
@@ -206,7 +206,8 @@ def bench(fakes: list[Fake], log: list, policy: StopPolicy, n_sets: int = 2,
     rounds: list[int] = []
     contestants = [Contestant(f.name, f, lambda f=f: log.append(f"pause:{f.name}"),
                               lambda f=f: log.append(f"resume:{f.name}")) for f in fakes]
-    results = run_benchmark(contestants, Rig(n_sets, redraw, bind, check, drain), policy, flush_bytes=1 << 20,
+    results = run_benchmark(contestants, Rig(n_sets, redraw, bind, check, drain, fill=lambda: log.append("fill")),
+                            policy, flush_bytes=1 << 20,
                             call_timeout_s=1.0, rng=random.Random(seed), progress=rounds.append)
     return results, rounds
 
@@ -221,13 +222,14 @@ def test_protocol_warmup_alternation_and_stop() -> None:
     (s, r), rounds = bench([sub, ref], log, STEADY)
 
     def turn(name: str, k: int, previous: int, round_no: int) -> list[str]:
-        return [f"bind:{k}", f"resume:{name}", f"time:{name}", f"pause:{name}", f"free:{previous}",
-                f"verify:timed round {round_no} of {name}"]
+        # mapped (previous unmapped) while nothing is written; inputs written while it is stopped
+        return [f"bind:{k}", f"resume:{name}", f"map:{name}", f"pause:{name}", f"free:{previous}", "fill",
+                f"resume:{name}", f"time:{name}", f"pause:{name}", f"verify:timed round {round_no} of {name}"]
 
     assert log == [
         "redraw",
-        "bind:1", "warmup:submission", "pause:submission", "verify:warm-up of submission",
-        "bind:2", "warmup:reference", "pause:reference", "verify:warm-up of reference",
+        "bind:1", "fill", "warmup:submission", "pause:submission", "verify:warm-up of submission",
+        "bind:2", "fill", "warmup:reference", "pause:reference", "verify:warm-up of reference",
         "redraw", *turn("submission", 3, 1, 1), *turn("reference", 4, 2, 1),   # every set re-drawn before every
         "redraw", *turn("reference", 5, 4, 2), *turn("submission", 6, 3, 2),   # round, fresh buffers for every
         "redraw", *turn("submission", 7, 6, 3), *turn("reference", 8, 5, 3),   # turn, the last turn's freed once
@@ -240,8 +242,10 @@ def test_protocol_warmup_alternation_and_stop() -> None:
     assert warm == {"op": "warmup", "sets": [[{"set": 0, "arena": 1}], [{"set": 1, "arena": 1}]], "ms": 10.0}
     assert warm_timeout == pytest.approx(1.0 + 0.04)
     timed = [m for m, _ in sub.messages if m["op"] == "time"]
-    assert [m["close"] for m in timed] == [["h1"], ["h3"], ["h6"], ["h7"]]   # the previous turn's buffers
-    assert [m["sets"][0][0]["arena"] for m in timed] == [3, 6, 7, 10]
+    maps = [m for m, _ in sub.messages if m["op"] == "map"]
+    assert [m["close"] for m in maps] == [["h1"], ["h3"], ["h6"], ["h7"]]   # the previous turn's buffers
+    assert [m["sets"][0][0]["arena"] for m in timed] == [3, 6, 7, 10] == [m["sets"][0][0]["arena"] for m in maps]
+    assert all("close" not in m for m in timed)   # nothing is unmapped inside the timed window
     for message, timeout in sub.messages:
         if message["op"] == "time":
             assert message["flush_bytes"] == 1 << 20 and sorted(message["order"]) == [0, 1] and timeout == 1.0 * 2 + 5
@@ -259,6 +263,18 @@ def test_gpu_work_left_after_the_reply_counts_in_the_wall_time() -> None:
     (s, b), _ = bench([sub, base], log, STEADY,
                       drain=lambda limit: 3.0 if log[-1] == "pause:submission" and log[-2] == "time:submission" else 0.0)
     assert s.drained_ms_per_call == pytest.approx(1.5) and s.overhead_ms_per_call >= 1.0 and s.outside_events
+    assert b.drained_ms_per_call == 0.0
+
+
+def test_gpu_work_queued_before_the_timed_request_counts_in_the_wall_time() -> None:
+    """Work the submission queued to run once the parent writes the inputs (after the map request,
+    while it is stopped) is waited for before its timed request and charged to that round."""
+    log: list[str] = []
+    sub = Fake("submission", log, lambda r: [0.5, 0.5])
+    base = Fake("baseline", log, lambda r: [0.0, 0.0])
+    (s, b), _ = bench([sub, base], log, STEADY,
+                      drain=lambda limit: 4.0 if log[-1] == "fill" and log[-4] == "map:submission" else 0.0)
+    assert s.drained_ms_per_call == pytest.approx(2.0) and s.overhead_ms_per_call == pytest.approx(1.5) and s.outside_events
     assert b.drained_ms_per_call == 0.0
 
 

@@ -144,6 +144,20 @@ def test_time_request_returns_one_sample_per_call(tmp_path, arrays):
         w.close()
 
 
+def test_map_request_maps_ahead_of_the_timed_request_and_unmaps_the_previous(tmp_path, arrays):
+    w = start(make_submission(tmp_path, ADD))
+    try:
+        assert w.ensure().ok
+        descs = [g.descriptor.to_json() for g in arrays]
+        assert w.request({"op": "map", "sets": [descs], "close": []}, 5).ok
+        out = w.request({"op": "time", "sets": [descs], "order": [0]}, 5)
+        assert out.ok and len(out.data["times_ms"]) == 1
+        bad = w.request({"op": "map", "sets": [[{**descs[0], "handle": "no-such-segment"}]], "close": []}, 5)
+        assert not bad.ok and bad.kind == "exception"   # a mapping that fails is reported, not hidden
+    finally:
+        w.close()
+
+
 def test_a_package_planted_in_the_working_directory_cannot_shadow_the_grader(tmp_path, arrays):
     """A submission that writes a fake `grader` package into its working directory must not
     change the code of the next worker (python -m would put the cwd first on sys.path)."""

@@ -7,9 +7,10 @@ with a connected socket on file descriptor FD. It serves requests one at a time:
   kernels' resources;
 - ``run``: map the argument buffers, call ``solve`` once, synchronise the whole device;
 - ``warmup``: call ``solve`` on each input set in turn for a number of milliseconds;
-- ``time``: map this round's fresh buffers, flush L2 once, then time one ``solve`` call per
-  input set, back to back, with CUDA events between them on the current stream (host:
-  ``perf_counter``);
+- ``map``: unmap the previous round's buffers and map this round's fresh ones (before the
+  parent writes the inputs into them);
+- ``time``: flush L2 once, then time one ``solve`` call per input set, back to back, with CUDA
+  events between them on the current stream (host: ``perf_counter``);
 - ``release``: unmap buffers the parent is about to free.
 
 Before each reply but a ``time`` request's, the kernel tracer (when the grader injected one, see
@@ -193,11 +194,19 @@ class Server:
             calls += 1
         return {"calls": calls}
 
+    def op_map(self, req: dict[str, Any]) -> dict[str, Any]:
+        """Unmap the previous round's buffers (``close``) and map this round's (``sets``) ahead of
+        its timed request, which then finds them mapped (the parent writes the inputs in between)."""
+        self.mapper.release(list(req.get("close", ())))
+        for s in req["sets"]:
+            self.arrays(s)
+        return {}
+
     def op_time(self, req: dict[str, Any]) -> dict[str, Any]:
-        """One timed round: unmap the previous round's buffers (``close``), map this round's, flush
-        L2 once, then call ``solve`` on each input set in ``order`` back to back, with an event
-        between consecutive calls on the current stream (host: ``perf_counter``), and synchronise
-        the whole device. ``times_ms`` are the gaps between consecutive events: each call's time,
+        """One timed round: take this round's buffers (mapped by ``map`` before; ``close`` is still
+        honoured), flush L2 once, then call ``solve`` on each input set in ``order`` back to back,
+        with an event between consecutive calls on the current stream (host: ``perf_counter``), and
+        synchronise the whole device. ``times_ms`` are the gaps between consecutive events: each call's time,
         launch gaps included. ``phases_ms`` (map, queue, sync, read) is diagnostic only."""
         t_in = time.perf_counter()
         self.mapper.release(list(req.get("close", ())))
