@@ -108,3 +108,28 @@ def test_report_schema_knows_every_failure_kind_and_case_origin():
     assert set(KIND_TEXT) | {"pass", "fail"} <= set(case["status"]["enum"])
     assert {"edge", "hypothesis", "repro", "benchmark", "trace"} <= set(case["origin"]["enum"])
     json.dumps(schema())
+
+
+def test_every_data_file_of_the_grader_package_is_installed():
+    """A pip-installed grader (a fresh venv, the student bundle) has only the package data that
+    pyproject.toml lists: the tracer's C source among them."""
+    import fnmatch
+    import tomllib
+    from pathlib import Path
+    root = Path(kt.__file__).resolve().parents[2]
+    patterns = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["grader"]
+    package = root / "grader"
+    data = [str(p.relative_to(package)) for p in package.rglob("*")
+            if p.is_file() and p.suffix not in (".py", ".pyc") and "__pycache__" not in p.parts]
+    assert "sandbox/kernel_trace.c" in data
+    assert all(any(fnmatch.fnmatch(f, pat) for pat in patterns) for f in data), (data, patterns)
+
+
+def test_an_unwritable_cache_is_a_reason_not_a_traceback(tmp_path, monkeypatch):
+    if isinstance(kt.find_cupti(), str) or shutil.which("cc") is None:
+        pytest.skip("no CUPTI or no C compiler here: the build stops before writing")
+    blocker = tmp_path / "cache"
+    blocker.write_text("a file where the cache folder should be")
+    monkeypatch.setattr(kt, "_BUILT", {})
+    reason = kt.build(blocker)
+    assert isinstance(reason, str) and reason.startswith("building the kernel tracer failed")

@@ -72,31 +72,36 @@ def build(cache: Path) -> Tracer | str:
     key = str(cache)
     if key in _BUILT:
         return _BUILT[key]
+    try:
+        _BUILT[key] = _build(cache)
+    except OSError as exc:   # a cache folder that cannot be written, say
+        _BUILT[key] = f"building the kernel tracer failed: {exc}"
+    return _BUILT[key]
+
+
+def _build(cache: Path) -> Tracer | str:
+    if not SOURCE.is_file():
+        return f"{SOURCE} is missing from the grader package (reinstall the grader)"
     found = find_cupti()
     if isinstance(found, str):
-        result: Tracer | str = found
-    else:
-        inc, lib = found
+        return found
+    inc, lib = found
+    digest = hashlib.sha256(SOURCE.read_bytes() + str(inc).encode() + str(lib).encode()).hexdigest()[:16]
+    target = cache / "tracer" / digest / LIBRARY
+    if not target.is_file():
         cc = shutil.which("cc") or shutil.which("gcc")
-        digest = hashlib.sha256(SOURCE.read_bytes() + str(inc).encode() + str(lib).encode()).hexdigest()[:16]
-        target = cache / "tracer" / digest / LIBRARY
-        if cc is None and not target.is_file():
-            result = "no C compiler (cc) to build the kernel tracer"
-        else:
-            if not target.is_file():
-                target.parent.mkdir(parents=True, exist_ok=True)
-                fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".so")
-                os.close(fd)
-                r = subprocess.run([cc, "-shared", "-fPIC", "-O2", str(SOURCE), f"-I{inc}", f"-L{lib}", "-lcupti",
-                                    f"-Wl,-rpath,{lib}", "-o", tmp], capture_output=True, text=True)
-                if r.returncode != 0:
-                    os.unlink(tmp)
-                    _BUILT[key] = f"building the kernel tracer failed: {(r.stderr.strip().splitlines() or ['?'])[-1]}"
-                    return _BUILT[key]
-                os.replace(tmp, target)   # atomic: a concurrent grade sees the whole library or none
-            result = Tracer(target, (str(target.parent), str(lib)))
-    _BUILT[key] = result
-    return result
+        if cc is None:
+            return "no C compiler (cc) to build the kernel tracer"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".so")
+        os.close(fd)
+        r = subprocess.run([cc, "-shared", "-fPIC", "-O2", str(SOURCE), f"-I{inc}", f"-L{lib}", "-lcupti",
+                            f"-Wl,-rpath,{lib}", "-o", tmp], capture_output=True, text=True)
+        if r.returncode != 0:
+            os.unlink(tmp)
+            return f"building the kernel tracer failed: {(r.stderr.strip().splitlines() or ['?'])[-1]}"
+        os.replace(tmp, target)   # atomic: a concurrent grade sees the whole library or none
+    return Tracer(target, (str(target.parent), str(lib)))
 
 
 class TraceFile:
