@@ -23,7 +23,7 @@ from grader.compare import index_overflow_hint
 from grader.device import Ceilings, ClockSampler, ClockState, DeviceInfo
 from grader.instance import Instance, load_oracle
 from grader.sandbox.buffers import Arena, Backend
-from grader.sandbox.kernel_trace import own_kernel_names
+from grader.sandbox.kernel_trace import OwnKernels
 from grader.sandbox.supervisor import KIND_TEXT, Outcome, Worker, WorkerConfig, times_continued
 from grader.sandbox.watch import GpuDrain
 from grader.spec import Benchmark, Spec
@@ -254,7 +254,7 @@ class Grader:
         self.oracle = load_oracle(spec)
         self.seed = combine_seed(options.seed, options.secret)
         self.arg_names = spec.arg_order
-        self.own_kernels = self._own_kernels() if backend.name == "cuda" else frozenset()
+        self.own_kernels = self._own_kernels() if backend.name == "cuda" else OwnKernels(frozenset(), frozenset())
         self.worker = self._worker(self.submission, trusted=not options.isolate)
         self.t0 = time.perf_counter()
         self.budget_spent = False   # correctness stopped early: the case share of total_s ran out
@@ -267,14 +267,15 @@ class Grader:
         extra = (self.opt.reference,) if self.opt.reference is not None else ()
         return tuple(str(Path(p).resolve()) for p in (course, *extra, *self.opt.hide))
 
-    def _own_kernels(self) -> frozenset[str]:
-        """The kernels a graded call may run: the ``__global__`` functions declared in the
-        submission's CUDA sources and the entries of their PTX (kernels a macro declares)."""
+    def _own_kernels(self) -> OwnKernels:
+        """The kernels a graded call may run (see :class:`OwnKernels`): those its ``.cu`` files
+        compile to, here, with the exercise's options, and the spec's ``allowed_kernels``."""
         from grader.static import ptx_of
         files = [f for f in sorted(self.submission.rglob("*")) if f.suffix in CUDA_SOURCE_SUFFIXES and f.is_file()]
         arch = self.device.arch if self.device is not None else "sm_90"
         ptx = [ptx_of(f, self.spec.compile_options, arch) or "" for f in files if f.suffix == ".cu"]
-        return own_kernel_names([_strip_comments(f.read_text(errors="replace"), f.name) for f in files], ptx)
+        return OwnKernels.of([_strip_comments(f.read_text(errors="replace"), f.name) for f in files], ptx,
+                             self.spec.allowed_kernels)
 
     def _worker(self, folder: Path, trusted: bool = False) -> Worker:
         lim = self.spec.limits
@@ -282,7 +283,7 @@ class Grader:
                                    lim.compile_s, lim.case_s, int(lim.host_memory_gib * 2**30),
                                    int(lim.device_memory_gib * 2**30), self.spec.forbidden_libraries,
                                    () if trusted else self.hidden_folders(), trusted,
-                                   None if trusted else self.own_kernels, self.spec.allowed_kernels))
+                                   None if trusted else self.own_kernels))
 
     # -- correctness ------------------------------------------------------------------------------
     def release(self, instance: Instance, *workers: Worker | None) -> Outcome | None:
@@ -505,7 +506,7 @@ class Grader:
         w = self.worker
         if not cases or any(not c.passed for c in cases) or w.trace is None or w.own_kernels_traced:
             return None
-        own = ", ".join(sorted(self.own_kernels)) or "none declared"
+        own = ", ".join(self.own_kernels.names()) or "none found"
         return CaseResult(token="", description="own kernels", origin="trace", size=0, status="foreign_kernel",
                           message=f"{KIND_TEXT['foreign_kernel']}: no kernel of the submission's own sources (its "
                                   f"kernels: {own}) was seen running in {len(cases)} passing cases; the work must be "

@@ -193,10 +193,23 @@ def compile_with_nvcc(source: Path, arch: str, options: tuple[str, ...] = ()) ->
     return problems, _parse_ptxas(log)
 
 
+_PTX_CACHE: dict[tuple[str, tuple[str, ...], str], str | None] = {}
+
+
 def ptx_of(source: Path, options: tuple[str, ...], arch: str) -> str | None:
     """The PTX of ``source`` for ``arch`` (e.g. "sm_90"), compiled with NVRTC as grading does, else
     with nvcc when NVRTC cannot be loaded here; None when neither is available or the source does
-    not compile (the compile error is reported elsewhere)."""
+    not compile (the compile error is reported elsewhere). The last few are remembered per source
+    text (the own-kernels check and ``required_ptx`` both ask)."""
+    key = (source.read_text(encoding="utf-8", errors="replace"), tuple(options), arch)
+    if key not in _PTX_CACHE:
+        if len(_PTX_CACHE) >= 8:   # a batch grades many submissions: keep the last few
+            _PTX_CACHE.pop(next(iter(_PTX_CACHE)))
+        _PTX_CACHE[key] = _compile_ptx(source, options, arch)
+    return _PTX_CACHE[key]
+
+
+def _compile_ptx(source: Path, options: tuple[str, ...], arch: str) -> str | None:
     virtual = "compute_" + arch.removeprefix("sm_")
     opts = [o for o in options if not o.startswith(("-arch", "--gpu-architecture"))]
     if nvrtc_unavailable() is None:

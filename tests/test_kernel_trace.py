@@ -31,22 +31,53 @@ def test_base_name_of_traced_kernels(traced, base):
     assert kt.base_name(traced) == base
 
 
+PTX = """
+.visible .entry block_sum(
+.visible .entry store(
+.visible .entry _Z4tileILi4EEvPf(
+"""
+
+
 def test_foreign_names_library_kernels_and_honours_allowed_patterns():
-    own = frozenset({"block_sum", "store"})
-    traced = ["block_sum", "store", "cupy_sum", "block_sum", "_Z9block_sumPKfPdx", "cupy_copy__float16_float16"]
+    own = kt.OwnKernels.of(["extern \"C\" __global__ void block_sum(float* x) {}"], [PTX])
+    traced = ["block_sum", "store", "cupy_sum", "block_sum", "cupy_copy__float16_float16"]
     assert kt.foreign(traced, own) == ["cupy_sum", "cupy_copy__float16_float16"]
-    assert kt.foreign(traced, own, ("cupy_copy*",)) == ["cupy_sum"]
-    assert kt.foreign(["block_sum"], own) == []
+    allowing = kt.OwnKernels.of([], [PTX], ("cupy_copy__float16_float16",))
+    assert kt.foreign(traced, allowing) == ["cupy_sum"]
+    assert own.names() == ["block_sum", "store", "tile"]
 
 
-def test_own_kernel_names_ignore_commented_out_declarations():
+def test_library_namesakes_are_not_own_kernels():
+    """Red-team findings: a namesake of a library kernel, declared in kernel.cu (compiled), in an
+    uncompiled header, behind #if 0, or matched after stripping a mangled name's namespaces."""
+    sources = ["template <int B> __global__ void softmax_warp_forward(float* x) {}",
+               'extern "C" __global__ void cupy_add__float32_float32_float32(float* x) {}']
+    ptx = PTX + ".visible .entry cupy_add__float32_float32_float32(\n.visible .entry cunn_SoftMaxForward(\n"
+    own = kt.OwnKernels.of(sources, [ptx])
+    torch = "_ZN2at6native43_GLOBAL__N__b6de9c8c_10_SoftMax_cu_9f978f6320softmax_warp_forwardIfffLi10ELb0ELb0EEEvPT0_PKT_iiiPKbib"
+    cunn = "_ZN2at6native19cunn_SoftMaxForwardILi4EfffEEvPT1_PKT0_l"
+    assert kt.base_name(torch) == "softmax_warp_forward"       # the same unqualified name...
+    assert kt.foreign([torch, cunn], own) == [torch, cunn]     # ...but namespaced: not kernel.cu's
+    assert kt.foreign(["cupy_add__float32_float32_float32"], own) == ["cupy_add__float32_float32_float32"]  # reserved
+    assert kt.foreign(["_Z20softmax_warp_forwardILi4EEvPf", "_Z4tileILi4EEvPf"], own) == []   # global templates
+
+
+def test_declared_names_count_only_where_a_file_did_not_compile():
+    header = "__global__ void helper_kernel(float* x) {}"      # in a header nobody compiles
+    compiled = kt.OwnKernels.of([header], [PTX])
+    assert kt.foreign(["helper_kernel"], compiled) == ["helper_kernel"]
+    uncompiled = kt.OwnKernels.of([header], [PTX, ""])          # a second .cu file failed to compile here
+    assert kt.foreign(["helper_kernel"], uncompiled) == []
+
+
+def test_declared_names_ignore_commented_out_declarations():
     source = '''
     // __global__ void cupy_sum(float* x) {}          a library's name in a comment
     /* extern "C" __global__ void reduce_kernel(float* x) {} */
     extern "C" __global__ void __launch_bounds__(256) block_sum(const float* x) {}
     template <int B> __global__ void tile(float* x) {}
     '''
-    assert kt.own_kernel_names([_strip_comments(source, "kernel.cu")]) == frozenset({"block_sum", "tile"})
+    assert kt.OwnKernels.of([_strip_comments(source, "kernel.cu")], [""]).fallback == frozenset({"block_sum", "tile"})
 
 
 def test_trace_file_reads_new_complete_lines_and_notices_truncation():
@@ -133,3 +164,14 @@ def test_an_unwritable_cache_is_a_reason_not_a_traceback(tmp_path, monkeypatch):
     monkeypatch.setattr(kt, "_BUILT", {})
     reason = kt.build(blocker)
     assert isinstance(reason, str) and reason.startswith("building the kernel tracer failed")
+
+
+def test_descends_from_walks_the_parent_chain():
+    from grader.sandbox.watch import descends_from
+    child = subprocess.Popen(["sleep", "5"])
+    try:
+        assert descends_from(child.pid, os.getpid())
+        assert not descends_from(os.getpid(), child.pid) and not descends_from(child.pid, child.pid)
+    finally:
+        child.kill()
+        child.wait()

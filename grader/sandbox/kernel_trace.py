@@ -158,26 +158,59 @@ class TraceFile:
 
 
 _PTX_ENTRY = re.compile(r"\.entry\s+([\w$]+)")
+# Kernel names a submission cannot claim as its own: CuPy's generated kernels (cupy_sum,
+# cupy_copy__float32_float32...). A kernel.cu that declares one is refused it.
+RESERVED_PREFIXES = ("cupy_",)
 
 
-def own_kernel_names(sources: list[str], ptx: list[str] = ()) -> frozenset[str]:
-    """Names of the ``__global__`` functions declared in the given CUDA sources (comments
-    removed by the caller) and of the ``.entry`` functions of their PTX (which holds the kernels a
-    macro declares; C++ names by :func:`base_name`)."""
-    from grader.kernel import kernel_names
-    return frozenset([n for s in sources for n in kernel_names(s) if n != "__launch_bounds__"]
-                     + [base_name(n) for text in ptx for n in _PTX_ENTRY.findall(text)])
+@dataclass(frozen=True)
+class OwnKernels:
+    """The kernels a submission's graded calls may run. ``entries``: the exact (mangled) names
+    of the kernels its ``.cu`` files compile to (PTX ``.entry``); ``templates``: the ``__global__``
+    names declared in its sources, which match only C++ template instantiations at global scope
+    (a template instantiated from solution.py is not in kernel.cu's own PTX); ``fallback``: the
+    declared names, used only when no PTX could be compiled here; ``allowed``: the spec's
+    ``[features] allowed_kernels`` patterns."""
+    entries: frozenset[str]
+    templates: frozenset[str]
+    fallback: frozenset[str] = frozenset()
+    allowed: tuple[str, ...] = ()
+
+    @staticmethod
+    def of(sources: list[str], ptx: list[str], allowed: tuple[str, ...] = ()) -> "OwnKernels":
+        """From the submission's CUDA sources (comments removed) and the PTX of its ``.cu`` files
+        ("" where a file did not compile)."""
+        from grader.kernel import kernel_names
+
+        def mine(name: str) -> bool:
+            return not base_name(name).startswith(RESERVED_PREFIXES)
+        declared = frozenset(n for text in sources for n in kernel_names(text) if n != "__launch_bounds__" and mine(n))
+        entries = frozenset(n for text in ptx for n in _PTX_ENTRY.findall(text) if mine(n))
+        return OwnKernels(entries, declared, frozenset() if ptx and all(ptx) else declared, tuple(allowed))
+
+    def names(self) -> list[str]:
+        """Readable names of the submission's kernels, for messages."""
+        return sorted({base_name(n) for n in self.entries} | self.fallback)
+
+    def owns(self, traced: str) -> bool:
+        """Whether a traced kernel name is one of the submission's kernels (or allowed)."""
+        from fnmatch import fnmatchcase
+        if traced in self.entries or any(fnmatchcase(traced, p) for p in self.allowed):
+            return True
+        nested, name, template = _parse(traced)
+        if self.fallback and name in self.fallback:
+            return True
+        return traced.startswith("_Z") and not nested and template and name in self.templates
 
 
 _SOURCE_NAME = re.compile(r"(\d+)")
 
 
-def base_name(traced: str) -> str:
-    """The function name of a traced kernel name: itself for ``extern "C"`` kernels; for C++
-    (Itanium-mangled, ``_Z...``) kernels the unqualified name, without namespaces and template
-    arguments (``_ZN2ns6kernelILi4EEEvPf`` -> ``kernel``). Unparsable names are returned whole."""
+def _parse(traced: str) -> tuple[bool, str, bool]:
+    """(nested in a namespace or class, unqualified function name, a template instantiation) of
+    a traced kernel name; for an ``extern "C"`` (unmangled) name: (False, name, False)."""
     if not traced.startswith("_Z"):
-        return traced
+        return False, traced, False
     s, i = traced, 2
     if s.startswith("L", i):
         i += 1
@@ -191,20 +224,21 @@ def base_name(traced: str) -> str:
         m = _SOURCE_NAME.match(s, i)
         if not m:
             break
-        n = int(m.group(1))
         start = m.end()
-        last = s[start:start + n]
-        i = start + n
-        if not nested:
+        last = s[start:start + int(m.group(1))]
+        i = start + int(m.group(1))
+        if not nested or s.startswith(("I", "E"), i):
             break
-        if s.startswith("I", i) or s.startswith("E", i):
-            break
-    return last if last else traced
+    return nested, last or traced, bool(last) and s.startswith("I", i)
 
 
-def foreign(names: list[str], own: frozenset[str], allowed: tuple[str, ...] = ()) -> list[str]:
-    """The traced kernel names (deduplicated, in order) that are neither kernels of the submission
-    (``own``) nor matched by one of the spec's ``allowed`` patterns (fnmatch, case-sensitive)."""
-    from fnmatch import fnmatchcase
-    return [n for n in dict.fromkeys(names)
-            if base_name(n) not in own and not any(fnmatchcase(n, p) or fnmatchcase(base_name(n), p) for p in allowed)]
+def base_name(traced: str) -> str:
+    """The function name of a traced kernel name: itself for ``extern "C"`` kernels; for C++
+    (Itanium-mangled, ``_Z...``) kernels the unqualified name, without namespaces and template
+    arguments (``_ZN2ns6kernelILi4EEEvPf`` -> ``kernel``). Unparsable names are returned whole."""
+    return _parse(traced)[1]
+
+
+def foreign(names: list[str], own: OwnKernels) -> list[str]:
+    """The traced kernel names (deduplicated, in order) that are not the submission's own."""
+    return [n for n in dict.fromkeys(names) if not own.owns(n)]

@@ -100,8 +100,7 @@ class WorkerConfig:
     forbidden_libraries: tuple[str, ...] = ()
     hide: tuple[str, ...] = ()     # folders the worker must not see (see grader.sandbox.isolation)
     trusted: bool = False          # the reference or the baseline: not isolated, made non-dumpable
-    own_kernels: frozenset[str] | None = None   # kernel names a graded call may run (None: not checked)
-    allowed_kernels: tuple[str, ...] = ()       # and these patterns ([features] allowed_kernels)
+    own_kernels: kernel_trace.OwnKernels | None = None   # what a graded call may run (None: not checked)
 
 
 # Requests before any call of solve: kernels traced in their wake (the grader's own start-up work,
@@ -401,7 +400,7 @@ class Worker:
             self.kill()
             return Outcome(False, "forbidden_library", f"the worker loaded {', '.join(banned)}, which this exercise "
                            f"forbids ([features] forbidden_libraries); write the kernel yourself", wall_s=wall)
-        alien = self._foreign_kernels(message.get("op"))
+        alien = self._foreign_kernels(message.get("op")) or self._other_gpu_processes()
         if alien:
             self.kill()
             return Outcome(False, "foreign_kernel", alien, wall_s=wall)
@@ -484,15 +483,31 @@ class Worker:
             return ""
         if self.trace.error:
             return f"{self.trace.error}; the own-kernels check cannot vouch for this submission"
-        alien = kernel_trace.foreign(names, own, self.config.allowed_kernels)
-        self.own_kernels_traced += sum(1 for n in names if kernel_trace.base_name(n) in own)
+        alien = kernel_trace.foreign(names, own)
+        self.own_kernels_traced += len(names) - sum(1 for n in names if n in alien)
         if not alien:
             return ""
-        mine = ", ".join(sorted(own)) or "none found"
+        mine = ", ".join(own.names()) or "none found"
         shown = ", ".join(alien[:3]) + (f" and {len(alien) - 3} more" if len(alien) > 3 else "")
         return (f"{shown} ran during solve but {'is not a kernel' if len(alien) == 1 else 'are not kernels'} of "
                 f"the submission's own sources (its kernels: {mine}); a library's kernel (CuPy, torch, cuBLAS, "
                 f"Triton) does not count as your work: write the kernel yourself")
+
+    def _other_gpu_processes(self) -> str:
+        """The message when a process the submission started (its descendant, or an orphan now
+        re-parented to the grader) holds a CUDA context: its kernels would not be traced."""
+        if self.trace is None or self.config.own_kernels is None or self.proc is None:
+            return ""
+        users = watch.gpu_processes() or set()
+        me, worker = os.getpid(), self.proc.pid
+        others = sorted(p for p in users - {worker} - _LIVE_WORKERS
+                        if watch.descends_from(p, worker) or
+                        (watch.descends_from(p, me) and not any(watch.descends_from(p, w) for w in _LIVE_WORKERS)))
+        if not others:
+            return ""
+        return (f"process {', '.join(map(str, others))}, started by the submission, used the GPU: every kernel must "
+                f"run in the worker's own process, where the grader sees it (kernels elsewhere are not the "
+                f"submission's own sources as far as the grader can tell)")
 
     def _crashed(self, wall: float) -> Outcome:
         code = None

@@ -101,6 +101,36 @@ def device_memory_bytes(pids: list[int]) -> int | None:
         return None
 
 
+def gpu_processes() -> set[int] | None:
+    """PIDs that hold a CUDA context on any GPU (NVML), or None when NVML cannot tell."""
+    try:
+        import pynvml as nv
+    except ImportError:
+        return None
+    try:
+        if not _nvml_state.get("init"):
+            nv.nvmlInit()
+            _nvml_state["init"] = True
+        return {int(p.pid) for i in range(nv.nvmlDeviceGetCount())
+                for p in nv.nvmlDeviceGetComputeRunningProcesses(nv.nvmlDeviceGetHandleByIndex(i))}
+    except Exception:  # NVML errors: no verdict rather than a grader crash
+        return None
+
+
+def descends_from(pid: int, ancestor: int) -> bool:
+    """Whether ``ancestor`` is on ``pid``'s parent chain (``pid`` itself excluded)."""
+    for _ in range(64):
+        try:
+            pid = int(_stat_fields(pid)[1])
+        except (OSError, ValueError, IndexError):
+            return False
+        if pid == ancestor:
+            return True
+        if pid <= 1:
+            return False
+    return False
+
+
 def mapped_libraries(pid: int) -> set[str]:
     """File names (no folder) of the files mapped into ``pid``; empty when unreadable."""
     try:
