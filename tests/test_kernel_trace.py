@@ -86,8 +86,8 @@ def test_trace_file_reads_new_complete_lines_and_notices_truncation():
         assert f.env(kt.Tracer(kt.Path("/x/lib.so"), ()))[kt.FD_VAR] == str(f.worker_fd)
         os.write(f.worker_fd, b"R CUPTI 130001\nK block_sum\nK cupy_s")
         assert f.names() == ["block_sum"] and f.status == "CUPTI 130001" and not f.error
-        os.write(f.worker_fd, b"um\nD 3 kernel records dropped\n")
-        assert f.names() == ["cupy_sum"] and "lost records" in f.error
+        os.write(f.worker_fd, b"um\nD 3 kernel names dropped\n")
+        assert f.names() == ["cupy_sum"] and "lost names" in f.error
         assert f.names() == []
         os.ftruncate(f.worker_fd, 0)      # what a worker holding the descriptor could do
         f.names()
