@@ -3,14 +3,15 @@
 A worker of the CUDA backend starts with ``CUDA_INJECTION64_PATH`` naming the tracer library built
 from ``kernel_trace.c``: the CUDA driver loads it when the worker initialises CUDA (before any
 submission code runs); CUPTI calls it back on every kernel launch, whoever launches it, and it
-writes the kernels' names to a file the grader opened (:class:`TraceFile`). After each request the grader reads the new names;
-a kernel of a submission's graded call whose name is not a ``__global__`` function of the
-submission's own sources (:func:`own_kernel_names`) fails the submission (:func:`foreign`).
+writes the kernels' names to a file the grader opened (:class:`TraceFile`). After each request
+the grader reads the new names; a kernel of a submission's graded call that is not one of the
+submission's own (:class:`OwnKernels`) fails the submission (:func:`foreign`).
 
-What it does not cover (README, "Isolation"): the tracer runs inside the worker's process, so a
-submission that deliberately disables CUPTI or closes the trace file through ctypes can hide later
-kernels (the grader then sees no kernel at all from its graded calls, which it reports); and a
-library kernel whose name equals one of the submission's own kernels passes.
+What it does not cover (README, "Own kernels only"): the tracer runs inside the worker's process,
+so a submission that deliberately tampers with it (CUPTI turned off through ctypes, the trace
+descriptor redirected or forged, the worker's flush call patched) can hide later kernels
+(tests/known_gaps); and an ``extern "C"`` library kernel whose exact name the submission also
+compiles passes (CuPy's ``cupy_*`` names are reserved).
 """
 from __future__ import annotations
 
