@@ -253,17 +253,10 @@ def foreign_gpu_processes(index: int = 0) -> list[str]:
         procs = nv.nvmlDeviceGetComputeRunningProcesses(nvml_handle(index))
     except Exception:  # noqa: BLE001 - NVML missing or not permitted
         return []
-    from grader.sandbox.watch import _stat_fields   # the one parser of /proc/PID/stat
+    from grader.sandbox.watch import descends_from
     me, out = os.getpid(), []
     for p in procs:
-        pid, steps = int(p.pid), 0
-        while pid > 1 and pid != me and steps < 64:   # up the parent chain: one of ours?
-            steps += 1
-            try:
-                pid = int(_stat_fields(pid)[1])
-            except (OSError, ValueError, IndexError):
-                break
-        if pid != me:
+        if int(p.pid) != me and not descends_from(int(p.pid), me):
             try:
                 name = Path(f"/proc/{p.pid}/comm").read_text().strip()
             except OSError:

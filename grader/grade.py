@@ -688,7 +688,8 @@ def grade(spec: Spec, submission: Path, options: GradeOptions, backend: Backend,
             device=device, ceilings=ceilings, kernels=kernels, cases=tuple(cases), smallest_failure=small,
             repro=repro, benchmarks=tuple(bench_results), score=sc, flags=tuple(flags), hidden_cases=hc,
             hidden_benchmarks=hb, worker_restarts=max(0, g.worker.starts - 1),
-            seconds=time.perf_counter() - t0, started=started, versions=versions(device), isolation=f"{g.worker.isolation}; {g.worker.kernel_check}")
+            seconds=time.perf_counter() - t0, started=started, versions=versions(device),
+            isolation=f"{g.worker.isolation}; {g.worker.kernel_check}")
     finally:
         g.close()
         for _, w in others:

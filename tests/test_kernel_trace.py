@@ -175,3 +175,21 @@ def test_descends_from_walks_the_parent_chain():
     finally:
         child.kill()
         child.wait()
+
+
+def test_nvml_process_queries_share_one_listing(monkeypatch):
+    """device_memory_bytes and gpu_processes read the same NVML listing (a fake pynvml here)."""
+    import sys
+    import types
+    from grader.sandbox import watch
+    P = types.SimpleNamespace
+    fake = types.SimpleNamespace(
+        nvmlInit=lambda: None, nvmlDeviceGetCount=lambda: 2, nvmlDeviceGetHandleByIndex=lambda i: i,
+        nvmlDeviceGetComputeRunningProcesses=lambda h: [P(pid=10 + h, usedGpuMemory=100), P(pid=20, usedGpuMemory=None)])
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    monkeypatch.setattr(watch, "_nvml_state", {})
+    assert watch.gpu_processes() == {10, 11, 20}
+    assert watch.device_memory_bytes([10, 11]) == 200 and watch.device_memory_bytes([20]) == 0
+    assert watch.device_memory_bytes([99]) is None
+    fake.nvmlDeviceGetCount = lambda: 1 / 0     # NVML failing: no verdict
+    assert watch.gpu_processes() is None and watch.device_memory_bytes([10]) is None

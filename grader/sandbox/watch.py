@@ -78,9 +78,9 @@ def host_memory_bytes(pids: list[int]) -> int:
 _nvml_state: dict[str, object] = {}
 
 
-def device_memory_bytes(pids: list[int]) -> int | None:
-    """Device memory (bytes) NVML reports for ``pids`` on any GPU, or None when NVML is missing
-    or lists none of them (it cannot see into this PID namespace, or they hold no context yet)."""
+def _compute_processes() -> list[tuple[int, int]] | None:
+    """(pid, device memory bytes) of every process NVML lists with a CUDA context on any GPU, or
+    None when NVML is missing or fails (no verdict rather than a grader crash)."""
     try:
         import pynvml as nv
     except ImportError:
@@ -89,32 +89,24 @@ def device_memory_bytes(pids: list[int]) -> int | None:
         if not _nvml_state.get("init"):
             nv.nvmlInit()
             _nvml_state["init"] = True
-        wanted, total, seen = set(pids), 0, False
-        for i in range(nv.nvmlDeviceGetCount()):
-            h = nv.nvmlDeviceGetHandleByIndex(i)
-            for p in nv.nvmlDeviceGetComputeRunningProcesses(h):
-                if p.pid in wanted:
-                    seen = True
-                    total += int(p.usedGpuMemory or 0)
-        return total if seen else None
-    except Exception:  # NVML errors: no verdict rather than a grader crash
+        return [(int(p.pid), int(p.usedGpuMemory or 0)) for i in range(nv.nvmlDeviceGetCount())
+                for p in nv.nvmlDeviceGetComputeRunningProcesses(nv.nvmlDeviceGetHandleByIndex(i))]
+    except Exception:
         return None
+
+
+def device_memory_bytes(pids: list[int]) -> int | None:
+    """Device memory (bytes) NVML reports for ``pids`` on any GPU, or None when NVML is missing
+    or lists none of them (it cannot see into this PID namespace, or they hold no context yet)."""
+    wanted = set(pids)
+    mine = [used for pid, used in _compute_processes() or () if pid in wanted]
+    return sum(mine) if mine else None
 
 
 def gpu_processes() -> set[int] | None:
     """PIDs that hold a CUDA context on any GPU (NVML), or None when NVML cannot tell."""
-    try:
-        import pynvml as nv
-    except ImportError:
-        return None
-    try:
-        if not _nvml_state.get("init"):
-            nv.nvmlInit()
-            _nvml_state["init"] = True
-        return {int(p.pid) for i in range(nv.nvmlDeviceGetCount())
-                for p in nv.nvmlDeviceGetComputeRunningProcesses(nv.nvmlDeviceGetHandleByIndex(i))}
-    except Exception:  # NVML errors: no verdict rather than a grader crash
-        return None
+    procs = _compute_processes()
+    return None if procs is None else {pid for pid, _ in procs}
 
 
 def descends_from(pid: int, ancestor: int) -> bool:
