@@ -11,6 +11,7 @@
 #
 #   bash benchmarks/gpu_shards.sh            # on a machine with one or two NVIDIA GPUs
 #   SKIP_CALIBRATE=1 GPU_SHARD_TIMEOUT=400 bash benchmarks/gpu_shards.sh
+#   ONLY_SHARD=1 bash benchmarks/gpu_shards.sh   # one shard only (0 or 1): the suite in two calls on one GPU
 # Logs are packed into $OUT/gpu_shards.tar.gz; a summary table is printed last.
 set -u
 OUT=${OUT:-out}
@@ -60,10 +61,12 @@ shard1() {   # the first calibration (written to calibration/), then the bundle 
 }
 
 second=$(( NGPU > 1 ? 1 : 0 ))
-shard1 "$second" &
-p1=$!
-if [ "$NGPU" -lt 2 ]; then wait $p1; fi
-shard0
+if [ "${ONLY_SHARD:-}" != 0 ]; then
+  shard1 "$second" &
+  p1=$!
+  if [ "$NGPU" -lt 2 ]; then wait $p1; fi
+fi
+[ "${ONLY_SHARD:-}" != 1 ] && shard0
 wait
 if [ -f "$LOGS/calibration1.toml" ] && [ -f "$LOGS/calibration2.toml" ]; then
   python3 - "$LOGS/calibration1.toml" "$LOGS/calibration2.toml" > "$LOGS/calibration_spread.txt" 2>&1 <<'EOF2'
@@ -86,6 +89,7 @@ fi
 tar czf "$OUT/gpu_shards.tar.gz" -C "$OUT" logs
 cp calibration/sm_90.toml "$OUT/" 2>/dev/null
 for f in tests0 bundle; do
+  [ -f "$LOGS/$f.txt" ] || continue
   echo "== $f"; grep -E "^(FAILED|ERROR)|passed|failed|LADDER|BUNDLE|NVML|exit" "$LOGS/$f.txt" | tail -45
 done
 echo "== overhead"; grep -E "sets=|exit" "$LOGS/overhead.txt" | cut -c1-230
