@@ -49,7 +49,7 @@ class Row:
     student: str
     exercise: str
     status: str
-    score: float
+    score: float | None  # None: nothing was graded (status "error": the grader or the machine failed)
     max_score: float | None
     correct: bool
     correctness: float
@@ -137,7 +137,8 @@ def _reason(data: dict) -> str:
 def row(job: Job, data: dict, reused: bool, out: Path, fmt: str) -> Row:
     """The summary line of a finished job from its JSON result."""
     sc = data.get("score", {})
-    return Row(job.student, job.exercise.name, data.get("status", "error"), float(sc.get("total") or 0.0),
+    total = sc.get("total")
+    return Row(job.student, job.exercise.name, data.get("status", "error"), None if total is None else float(total),
                sc.get("max"), bool(data.get("correct")), float(sc.get("correctness") or 0.0),
                float(sc.get("performance") or 0.0), sc.get("aggregate"), len(data.get("flags", [])),
                int(data.get("exit_code", 4)), reused,

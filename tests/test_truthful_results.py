@@ -168,6 +168,41 @@ def test_every_json_result_validates_against_the_schema(runner, tmp_path, monkey
         assert data["exit_code"] == code, name
     data = json.loads((tmp_path / "compile-only.json").read_text())
     assert data["status"] == "compile_only" and data["compiled"] and data["kernels"][0]["local_bytes"] == 0
+    # nothing graded, no score: null, not 0 (a submission that cannot be graded does score 0)
+    for name in ("no GPU", "time limit", "compile-only", "not compiled", "compile error", "odd byte"):
+        assert json.loads((tmp_path / f"{name}.json").read_text())["score"]["total"] is None, name
+    assert json.loads((tmp_path / "not graded.json").read_text())["score"]["total"] == 0
+
+
+def test_the_schema_refuses_a_score_for_a_run_that_graded_nothing():
+    from grader.report.json_report import error_dict
+    data = error_dict("ex01_vector_add", "sub", "no_gpu", "no CUDA GPU found", 4)
+    jsonschema.validate(data, schema())
+    data["score"]["total"] = 0.0
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(data, schema())
+
+
+def test_no_gpu_names_the_compile_only_command_for_the_same_submission(runner, tmp_path, no_gpu):
+    sub = tmp_path / "my sub"
+    shutil.copytree(STUB, sub)
+    out = runner.invoke(cli.main, ["ex01", "--root", str(ROOT), "-s", str(sub)])
+    assert out.exit_code == 4
+    assert f"`grade ex01_vector_add --submission '{sub}' --compile-only`" in " ".join(out.output.split())
+
+
+def test_sanitize_without_the_tool_or_a_gpu_names_both(runner, monkeypatch, no_gpu):
+    from grader import sanitize
+    monkeypatch.setattr(sanitize, "find_sanitizer", lambda: None)
+    out = runner.invoke(cli.main, ["ex01", "--root", str(ROOT), "--sanitize"])
+    text = " ".join(out.output.split())
+    assert out.exit_code == 4 and "compute-sanitizer not found" in text and "no GPU either (no CUDA GPU found)" in text
+
+
+def test_the_grade_commands_usage_shows_the_exercise_form(runner):
+    for args in (["ex07", "--help"], ["run", "--help"]):
+        out = runner.invoke(cli.main, args)
+        assert out.exit_code == 0 and out.output.startswith("Usage: grade EXERCISE [OPTIONS]"), out.output[:80]
 
 
 # -- JUnit: a clean compile-only passes; a wrong result is a failure, an environment problem an error
@@ -210,7 +245,7 @@ def _scores(data: dict) -> list:
 @pytest.mark.parametrize("args, words", [(["--compile-only"], "NOT GRADED (no score)"), ([], "NOT GRADED: no CUDA GPU")])
 def test_gradescope_has_no_score_when_nothing_was_graded(runner, tmp_path, no_gpu, args, words):
     code, data = _gradescope(runner, tmp_path, ["ex01", "--root", str(ROOT), *args])
-    assert _scores(data) == [] and words in data["output"]
+    assert _scores(data) == [] and words in data["output"] and ".." not in data["output"]
     assert all(t.get("status") != "failed" for t in data["tests"])
     assert code in (0, 4)
 
@@ -267,3 +302,5 @@ def test_a_batch_result_for_a_grade_that_wrote_nothing_validates(tmp_path):
     jsonschema.validate(data, schema())
     assert data["status"] == "error" and data["exit_code"] == 4 and "grade exited 2 without a result" in data["reason"]
     assert json.loads((tmp_path / "alice" / "ex90_add.json").read_text()) == data
+    from grader.batch import row
+    assert row(job, data, False, tmp_path, "json").score is None   # the summary shows no score, not 0

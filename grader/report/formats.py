@@ -73,7 +73,8 @@ def static_dict(spec, submission: Path, rep, exit_code: int) -> dict:  # type: i
                           "spill_store_bytes": k.spill_store_bytes, "spill_load_bytes": k.spill_load_bytes}
                          for k in rep.kernels],
                 problems=list(rep.problems), warnings=list(rep.warnings), skipped=list(rep.skipped))
-    data["score"].update(max=spec.total_points, note=f"compile-only: not graded; {verdict}")
+    data["score"].update(total=None, correctness=None, performance=None, max=spec.total_points,
+                         note=f"compile-only: not graded; {verdict}")
     return data
 
 

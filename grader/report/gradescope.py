@@ -58,7 +58,7 @@ def to_dict(r: GradeResult) -> dict[str, Any]:
             tests.append({"name": f"{r.exercise}: performance", "score": sc.performance,
                           "max_score": sc.performance_max, "status": _status(sc.performance > 0),
                           "output": sc.note, "visibility": "visible"})
-    output = f"{r.exercise}: {sc.total:g} / {sc.maximum:g}. " + (sc.note or "")
+    output = f"{r.exercise}: {sc.total:g} / {sc.maximum:g}. " + _sentence(sc.note)
     if r.flags:
         output += " Flagged for review: " + "; ".join(r.flags)
     return {
@@ -73,6 +73,12 @@ def to_dict(r: GradeResult) -> dict[str, Any]:
     }
 
 
+def _sentence(text: str | None) -> str:
+    """``text`` ending in exactly one full stop ("" stays "")."""
+    text = (text or "").strip()
+    return text.rstrip(".") + "." if text else ""
+
+
 def error_dict(exercise: str, message: str, max_score: float = 0.0, exit_code: int = 4) -> dict[str, Any]:
     """results.json when grading could not run: exit code 3 (the submission cannot be graded) scores
     0 of ``max_score``; anything else (no GPU, grader error, time limit) carries no score (see the
@@ -83,7 +89,7 @@ def error_dict(exercise: str, message: str, max_score: float = 0.0, exit_code: i
                            "status": "failed", "output": message, "visibility": "visible"}],
                 "leaderboard": [{"name": "speed vs reference", "value": 0}, {"name": "score", "value": 0.0}]}
     return {"execution_time": 0,
-            "output": f"{exercise}: NOT GRADED: {message}. This is not a score: the grader could not run here.",
+            "output": f"{exercise}: NOT GRADED: {_sentence(message)} This is not a score: the grader could not run here.",
             "tests": [{"name": f"{exercise}: grading", "output": f"not graded: {message}", "visibility": "visible"}]}
 
 

@@ -74,10 +74,13 @@ def error_dict(exercise: str, submission: str, kind: str, message: str, exit_cod
     """A result file for a grade that could not produce a GradeResult: the submission could not be
     graded (exit code 3), or the grader or environment failed (no GPU, time limit, grader error)."""
     status = "not_graded" if exit_code == 3 else "error"  # 3: the submission's problem (see cli.EXIT_NOT_GRADED)
+    # A submission that cannot be graded scores 0; a run the grader or the machine could not do has no
+    # score at all (null), so that nobody reads it as a failing grade.
+    points = 0.0 if status == "not_graded" else None
     return {"schema_version": SCHEMA_VERSION, "exercise": exercise, "submission": submission, "status": status,
             "reason": message, "reason_kind": kind, "exit_code": exit_code, "correct": False,
             "cases": [], "benchmarks": [], "flags": [],
-            "score": {"total": 0.0, "max": None, "correctness": 0.0, "performance": 0.0, "note": message}}
+            "score": {"total": points, "max": None, "correctness": points, "performance": points, "note": message}}
 
 
 def _finite(obj: Any) -> Any:
