@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import sys
 from pathlib import Path
@@ -36,6 +37,14 @@ class ExerciseGroup(click.Group):
 
     def format_usage(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         formatter.write_usage("grade", "EXERCISE [OPTIONS] | COMMAND [ARGS]")
+
+
+class RunCommand(click.Command):
+    """The grade command: reached as ``grade EXERCISE`` (and ``grade run EXERCISE``), so its usage
+    line shows the short form."""
+
+    def format_usage(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        formatter.write_usage("grade", "EXERCISE [OPTIONS]   (also: grade run EXERCISE [OPTIONS])")
 
 
 @click.group(cls=ExerciseGroup, epilog=EXIT_CODES_HELP, context_settings={"help_option_names": ["-h", "--help"]})
@@ -156,7 +165,27 @@ def _emit_error(fmt: str, output: str | None, json_out: str | None, exercise: st
     sys.exit(code)
 
 
-@main.command("run", epilog=EXIT_CODES_HELP)
+def _isolation_refusal() -> str | None:
+    """Why --mode grading cannot isolate the submission's worker from the course files here (None: it can)."""
+    from grader.sandbox.isolation import unavailable_reason
+    why = unavailable_reason()
+    return None if why is None else (
+        f"--mode grading needs the submission's worker isolated from the course files, which is not possible "
+        f"here ({why}); fix: grade where user namespaces work, or pass --allow-unisolated to grade anyway")
+
+
+def _tracer_refusal() -> str | None:
+    """Why --mode grading cannot trace the submission's kernels here (None: it can; builds the tracer)."""
+    from grader.sandbox.kernel_trace import build as build_tracer
+    from grader.sandbox.supervisor import kernel_cache_root
+    tracer = build_tracer(kernel_cache_root().parent)
+    return None if not isinstance(tracer, str) else (
+        f"--mode grading needs the kernel tracer that checks the submission runs its own kernels, which is not "
+        f"available here ({tracer}); fix: install the CUDA toolkit's CUPTI and a C compiler, or pass "
+        f"--allow-unisolated to grade anyway")
+
+
+@main.command("run", cls=RunCommand, epilog=EXIT_CODES_HELP)
 @click.argument("exercise")
 @click.option("--submission", "-s", type=click.Path(), help="Folder with kernel.cu and solution.py "
               "(default: student_template/<exercise> in the course folder).")
@@ -240,13 +269,10 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
     if compile_only:
         sys.exit(_compile_only(spec, sub, arch, fmt, output, json_out))
     if mode == "grading" and not allow_unisolated:
-        from grader.sandbox.isolation import unavailable_reason as no_isolation
-        why_not = no_isolation()
+        why_not = _isolation_refusal()
         if why_not is not None:
-            _emit_error(fmt, output, json_out, ex.name, str(sub), "no_isolation",
-                        f"--mode grading needs the submission's worker isolated from the course files, which is "
-                        f"not possible here ({why_not}); fix: grade where user namespaces work, or pass "
-                        f"--allow-unisolated to grade anyway", EXIT_ERROR, spec.total_points)
+            _emit_error(fmt, output, json_out, ex.name, str(sub), "no_isolation", why_not, EXIT_ERROR,
+                        spec.total_points)
     from grader.grade import static_check
     problem = static_check(spec, sub)
     if problem:  # before looking for a GPU: a missing or forbidden submission is the user's to fix
@@ -255,14 +281,16 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
     if case_limit:
         from dataclasses import replace
         spec = replace(spec, limits=replace(spec.limits, case_s=case_limit))
+    from grader import device as dev
     sanitizer = None
-    if tools:  # before looking for a GPU: without the tool nothing here can help
+    if tools:  # before grading: without the tool nothing here can help
         from grader.sanitize import MISSING, find_sanitizer
         sanitizer = find_sanitizer()
         if sanitizer is None:
-            _emit_error(fmt, output, json_out, ex.name, str(sub), "no_sanitizer", MISSING, EXIT_ERROR)
+            no_gpu = dev.unavailable_reason() if backend in ("auto", "cuda") else None
+            also = f"; this machine has no GPU either ({no_gpu}), and --sanitize needs both" if no_gpu else ""
+            _emit_error(fmt, output, json_out, ex.name, str(sub), "no_sanitizer", MISSING + also, EXIT_ERROR)
 
-    from grader import device as dev
     from grader.calibration import load_calibration, load_calibration_file
     from grader.cases import PROFILES
     from grader.grade import GradeOptions, grade
@@ -273,18 +301,14 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
         why = dev.unavailable_reason()
         if why is not None:
             _emit_error(fmt, output, json_out, ex.name, str(sub), "no_gpu",
-                        f"{why}: grading runs kernels on a GPU. Without one, `grade {ex.name} --compile-only` "
+                        f"{why}: grading runs kernels on a GPU. Without one, `grade {ex.name}"
+                        f"{' --submission ' + shlex.quote(str(sub)) if submission else ''} --compile-only` "
                         "compiles kernel.cu and prints the static report.", EXIT_ERROR, spec.total_points)
         info = dev.detect()
         if mode == "grading" and not allow_unisolated:
-            from grader.sandbox.kernel_trace import build as build_tracer
-            from grader.sandbox.supervisor import kernel_cache_root
-            tracer = build_tracer(kernel_cache_root().parent)
-            if isinstance(tracer, str):
-                _emit_error(fmt, output, json_out, ex.name, str(sub), "no_kernel_trace",
-                            f"--mode grading needs the kernel tracer that checks the submission runs its own "
-                            f"kernels, which is not available here ({tracer}); fix: install the CUDA toolkit's "
-                            f"CUPTI and a C compiler, or pass --allow-unisolated to grade anyway", EXIT_ERROR,
+            why_not = _tracer_refusal()
+            if why_not is not None:
+                _emit_error(fmt, output, json_out, ex.name, str(sub), "no_kernel_trace", why_not, EXIT_ERROR,
                             spec.total_points)
     limit = time_limit or spec.limits.total_s
     signal.signal(signal.SIGALRM, _on_alarm)
@@ -689,10 +713,12 @@ def new_cmd(name: str, source: str | None, root: str | None) -> None:
 @click.option("--mode", type=click.Choice(["quick", "grading"]), default="grading", show_default=True)
 @click.option("--fail-under", type=float, default=None, help="Exit 1 when any score is below this.")
 @click.option("--case-limit", type=float, default=None, help="Seconds for one call of solve (default: the spec's).")
+@click.option("--allow-unisolated", is_flag=True, help="Grade in --mode grading even where the workers cannot be "
+              "isolated from the course files or their kernels cannot be traced; each report says so.")
 @root_option
 @click.option("--backend", type=click.Choice(["auto", "cuda", "host"]), default="auto", hidden=True)
 def batch_cmd(submissions: str, names: str, gpus: str, out: str, fmt: str, mode: str, fail_under: float | None,
-              case_limit: float | None, root: str | None, backend: str) -> None:
+              case_limit: float | None, allow_unisolated: bool, root: str | None, backend: str) -> None:
     """Grade SUBMISSIONS/<student>/<exercise>/ for every student and exercise: one worker per GPU,
     reference timings measured once and shared, resumable, summary.csv and summary.json in --out."""
     from rich.progress import Progress
@@ -725,8 +751,14 @@ def batch_cmd(submissions: str, names: str, gpus: str, out: str, fmt: str, mode:
                        f"found {bad} submission(s) that cannot be graded: {out_dir / 'summary.csv'} (column reason)",
                        err=True)
             sys.exit(EXIT_ERROR)
+        if mode == "grading" and not allow_unisolated:  # once, not once per student
+            why_not = _isolation_refusal() or _tracer_refusal()
+            if why_not is not None:
+                click.echo(f"grade batch: nothing was graded: {why_not}", err=True)
+                sys.exit(EXIT_ERROR)
     extra = (["--mode", mode] + (["--backend", backend] if backend != "auto" else [])
-             + (["--case-limit", str(case_limit)] if case_limit else []))
+             + (["--case-limit", str(case_limit)] if case_limit else [])
+             + (["--allow-unisolated"] if allow_unisolated else []))
     reference_times = _shared_reference_times(r, exs, out_dir, info) if info is not None else None
     console = Console()
     with Progress(console=console) as bar:
@@ -741,7 +773,7 @@ def batch_cmd(submissions: str, names: str, gpus: str, out: str, fmt: str, mode:
         t.add_column(col)
     for row in rows:
         status = f"[red]{row.status}[/]" if row.status in ("missing", "error") else row.status
-        t.add_row(row.student, row.exercise, status, f"{row.score:g}", "yes" if row.correct else "no",
+        t.add_row(row.student, row.exercise, status, "-" if row.score is None else f"{row.score:g}", "yes" if row.correct else "no",
                   f"{row.speed:.2f}" if row.speed else "-", str(row.flags), "yes" if row.reused else "")
     console.print(t)
     console.print(f"{len(rows)} results in {out_dir} (summary.csv, summary.json)")
@@ -749,7 +781,7 @@ def batch_cmd(submissions: str, names: str, gpus: str, out: str, fmt: str, mode:
         console.print(f"[yellow]{len(missing)} student/exercise pair(s) had no folder: status 'missing', score 0[/]")
     if any(row.status == "error" for row in rows):
         sys.exit(EXIT_ERROR)
-    if fail_under is not None and any(row.score < fail_under for row in rows):
+    if fail_under is not None and any((row.score or 0.0) < fail_under for row in rows):
         sys.exit(EXIT_BELOW)
     sys.exit(EXIT_OK)
 

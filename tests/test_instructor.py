@@ -290,7 +290,7 @@ def test_a_result_file_is_written_when_the_time_limit_hits(runner, tmp_path, fmt
     assert "time limit" in text
     if fmt == "json":
         data = json.loads(text)
-        assert data["reason_kind"] == "time_limit" and data["score"]["total"] == 0
+        assert data["reason_kind"] == "time_limit" and data["score"]["total"] is None
 
 
 # -- batch -----------------------------------------------------------------------------------------
@@ -376,3 +376,20 @@ def test_calibrating_an_exercise_without_a_solution_is_refused(course):
     shutil.rmtree(ex.solution)
     (res,) = calibrate.calibrate_all([ex], lambda *a: pytest.fail("must not grade"))
     assert res.refused.startswith("no reference solution at")
+
+
+def test_batch_in_grading_mode_without_the_kernel_tracer_refuses_once_and_grades_nothing(runner, tmp_path,
+                                                                                         monkeypatch):
+    from grader import batch as gb
+    from grader.sandbox import isolation, kernel_trace
+    monkeypatch.setattr(cli, "_detect_gpu", lambda: object())
+    monkeypatch.setattr(isolation, "unavailable_reason", lambda: None)
+    monkeypatch.setattr(kernel_trace, "build", lambda cache: "cupti.h not found (test)")
+    monkeypatch.setattr(gb, "run_batch", lambda *a, **k: pytest.fail("graded without the tracer"))
+    res = tmp_path / "res"
+    out = runner.invoke(cli.main, ["batch", str(_submissions(tmp_path)), "--root", str(COURSE), "--out", str(res),
+                                   "--exercises", "ex90"])
+    assert out.exit_code == cli.EXIT_ERROR
+    text = " ".join(out.output.split())
+    assert "grade batch: nothing was graded: --mode grading needs the kernel tracer" in text
+    assert "(cupti.h not found (test))" in text and "--allow-unisolated" in text
