@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -84,10 +85,10 @@ def test_trace_file_reads_new_complete_lines_and_notices_truncation():
     f = kt.TraceFile()
     try:
         assert f.env(kt.Tracer(kt.Path("/x/lib.so"), ()))[kt.FD_VAR] == str(f.worker_fd)
-        os.write(f.worker_fd, b"R CUPTI 130001\nK block_sum\nK cupy_s")
-        assert f.names() == ["block_sum"] and f.status == "CUPTI 130001" and not f.error
+        os.write(f.worker_fd, b"R CUPTI 130001\nK 1 block_sum\nS 1\nK 2 cupy_s")
+        assert f.names() == ["block_sum"] and f.status == "CUPTI 130001" and not f.error and f.reported
         os.write(f.worker_fd, b"um\nD 3 kernel names dropped\n")
-        assert f.names() == ["cupy_sum"] and "lost names" in f.error
+        assert f.names() == ["cupy_sum"] and "lost names" in f.error and not f.reported
         assert f.names() == []
         os.ftruncate(f.worker_fd, 0)      # what a worker holding the descriptor could do
         f.names()
@@ -95,6 +96,42 @@ def test_trace_file_reads_new_complete_lines_and_notices_truncation():
     finally:
         f.close()
     assert f.worker_fd == -1
+
+
+@pytest.mark.parametrize("lines, what", [
+    (b"K 1 mine\nK 3 mine2\nS 3\n", "kernel line '3' follows line 1"),       # K 2 truncated away
+    (b"K 1 mine\nK 1 forged\nS 1\n", "kernel line '1' follows line 1"),      # a line written by the worker
+    (b"K 1 mine\nK 2 cupy_sum\nS 1\n", "the tracer wrote 1 kernel lines, 2 arrived"),
+    (b"K 1 mine\nT the kernel launch callbacks were turned off inside the worker\nS 1\n", "turned off"),
+])
+def test_gaps_forgeries_and_tracer_reports_are_tampering(lines, what):
+    f = kt.TraceFile()
+    try:
+        os.write(f.worker_fd, b"R CUPTI 130001\n" + lines)
+        f.names()
+        assert "tampered with inside the worker" in f.error and what in f.error
+    finally:
+        f.close()
+
+
+def test_the_trace_descriptor_is_checked_from_outside_the_worker(tmp_path):
+    f = kt.TraceFile()
+    child = subprocess.Popen([sys.executable, "-c", "import sys, os\nfd = int(sys.argv[1])\n"
+                              "line = sys.stdin.readline()\n"
+                              "if line.startswith('redirect'): os.dup2(os.open(os.devnull, os.O_WRONLY), fd)\n"
+                              "print('done', flush=True)\nsys.stdin.readline()\n", str(f.worker_fd)],
+                             pass_fds=(f.worker_fd,), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        f.handed_over()
+        assert f.check_descriptor(child.pid) == ""                    # intact
+        child.stdin.write("redirect\n")
+        child.stdin.flush()
+        assert child.stdout.readline() == "done\n"
+        assert "descriptor" in f.check_descriptor(child.pid) and "redirected" in f.error
+    finally:
+        child.stdin.close()
+        child.wait()
+        f.close()
 
 
 def test_a_tracer_that_could_not_start_says_why():
@@ -132,6 +169,102 @@ def test_the_tracer_builds_once_and_exports_its_entry_points(tmp_path, monkeypat
     mtime = tracer.library.stat().st_mtime_ns
     monkeypatch.setattr(kt, "_BUILT", {})
     assert kt.build(tmp_path) == tracer and tracer.library.stat().st_mtime_ns == mtime   # not rebuilt
+
+
+# A stand-in for libcupti, enough for the tracer: subscribe, enable, query, and a launch to call back.
+FAKE_CUPTI = r"""
+#include <cupti.h>
+static CUpti_CallbackFunc callback;
+static unsigned char enabled[8][4096];
+CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle *s, CUpti_CallbackFunc f, void *u) {
+    (void)u; callback = f; *s = (CUpti_SubscriberHandle)1; return CUPTI_SUCCESS; }
+CUptiResult CUPTIAPI cuptiEnableCallback(uint32_t on, CUpti_SubscriberHandle s, CUpti_CallbackDomain d,
+                                         CUpti_CallbackId c) { (void)s; enabled[d][c] = on; return CUPTI_SUCCESS; }
+CUptiResult CUPTIAPI cuptiGetCallbackState(uint32_t *on, CUpti_SubscriberHandle s, CUpti_CallbackDomain d,
+                                           CUpti_CallbackId c) { (void)s; *on = enabled[d][c]; return CUPTI_SUCCESS; }
+CUptiResult CUPTIAPI cuptiGetResultString(CUptiResult r, const char **t) { (void)r; *t = "fake"; return CUPTI_SUCCESS; }
+void fake_launch(const char *name) {   /* what the driver does on cuLaunchKernel */
+    CUpti_CallbackData data = {0};
+    data.callbackSite = CUPTI_API_ENTER;
+    data.symbolName = name;
+    if (enabled[CUPTI_CB_DOMAIN_DRIVER_API][CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel])
+        callback(0, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &data);
+}
+void fake_disable(void) { enabled[CUPTI_CB_DOMAIN_DRIVER_API][CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel] = 0; }
+"""
+
+# In the worker's place: the tracer started, launches, flushes; then the known tampering routes.
+TRACED_PROCESS = r"""
+import ctypes, os, sys
+fake = ctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_GLOBAL)
+tracer = ctypes.CDLL(sys.argv[2])
+fd = int(os.environ["GRADE_KERNEL_TRACE_FD"])
+assert tracer.grader_trace_flush() == 1           # before CUDA loaded it: nothing, and no tampering noted
+tracer.InitializeInjection()
+step = sys.stdin.readline
+step()
+for name in (b"mine", b"mine", b"cupy_sum"):
+    fake.fake_launch(name)
+tracer.grader_trace_flush()
+print("flushed", flush=True)                      # 1: two names, once each, then S
+step()
+fake.fake_launch(b"mine")                         # written again after a flush
+saved, null = os.dup(fd), os.open(os.devnull, os.O_WRONLY)
+os.dup2(null, fd)                                 # redirected during a call, restored before the reply
+fake.fake_launch(b"torch_softmax")
+os.dup2(saved, fd)
+tracer.grader_trace_flush()
+print("redirected", flush=True)                   # 2: T, and the lost K 4 leaves a gap
+step()
+fake.fake_disable()                               # what cuptiFinalize or cuptiEnableCallback(0) does
+tracer.grader_trace_flush()
+print("disabled", flush=True)                     # 3: T
+step()
+"""
+
+
+@pytest.mark.skipif(isinstance(kt.find_cupti(), str) or shutil.which("cc") is None,
+                    reason="no CUPTI headers (CUDA toolkit) or no C compiler on this machine")
+def test_the_tracer_writes_names_at_launch_and_reports_tampering(tmp_path, monkeypatch):
+    """The tracer's own code on a CPU, against a stand-in libcupti: names written at their first
+    launch since a flush, numbered; S at each flush; a redirected descriptor and turned-off
+    callbacks reported."""
+    include, _ = kt.find_cupti()
+    fake_dir = tmp_path / "fake"
+    fake_dir.mkdir()
+    (fake_dir / "fake_cupti.c").write_text(FAKE_CUPTI)
+    fake = fake_dir / "libcupti.so"
+    subprocess.run(["cc", "-shared", "-fPIC", str(fake_dir / "fake_cupti.c"), f"-I{include}", "-o", str(fake)],
+                   check=True)
+    monkeypatch.setattr(kt, "find_cupti", lambda: (include, fake_dir))
+    monkeypatch.setattr(kt, "_BUILT", {})
+    tracer = kt.build(tmp_path / "cache")
+    assert isinstance(tracer, kt.Tracer), tracer
+    f = kt.TraceFile()
+    env = {**os.environ, kt.FD_VAR: str(f.worker_fd)}
+    child = subprocess.Popen([sys.executable, "-c", TRACED_PROCESS, str(fake), str(tracer.library)], env=env,
+                             pass_fds=(f.worker_fd,), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def step() -> str:
+        child.stdin.write("go\n")
+        child.stdin.flush()
+        return child.stdout.readline().strip()
+    try:
+        f.handed_over()
+        assert step() == "flushed"
+        assert f.names() == ["mine", "cupy_sum"] and f.reported and not f.error
+        assert f.status.startswith("CUPTI") and f.check_descriptor(child.pid) == ""
+        assert step() == "redirected"
+        assert f.names() == ["mine"] and f.reported
+        assert "tampered with inside the worker" in f.error and "redirected or closed" in f.error
+        f.error = ""
+        assert step() == "disabled"
+        f.names()
+        assert "launch callbacks were turned off" in f.error
+    finally:
+        child.stdin.close()
+        child.wait(timeout=10)
+        f.close()
 
 
 def test_report_schema_knows_every_failure_kind_and_case_origin():

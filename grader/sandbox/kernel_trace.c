@@ -6,22 +6,31 @@
  * runs, and calls InitializeInjection. That subscribes to CUPTI's callback API for every kernel
  * launch function of the driver and runtime APIs (the list, LAUNCH_CBIDS, is generated from the
  * toolkit's cupti_*_cbid.h when the library is built). The callback runs on the launching host
- * thread and only notes the kernel's name (CUpti_CallbackData.symbolName) in a small table: the
- * GPU is not involved. (CUPTI's kernel *activity* records were tried first: on the H200 they made
- * the grader's timed kernels 4-5x slower, see benchmarks/RESULTS.md.) A CUDA graph launch has no
- * kernel name here and is noted as "<CUDA graph launch>".
+ * thread and notes the kernel's name (CUpti_CallbackData.symbolName): the GPU is not involved.
+ * (CUPTI's kernel *activity* records were tried first: on the H200 they made the grader's timed
+ * kernels 4-5x slower, see benchmarks/RESULTS.md.) A CUDA graph launch has no kernel name here and
+ * is noted as "<CUDA graph launch>".
  *
- * grader_trace_flush() writes the names noted since the last flush, one line each, "K <name>\n",
- * to the file descriptor named by GRADE_KERNEL_TRACE_FD (a file the grader opened and reads from
- * its own process). The worker's trusted code calls it before each reply but a timed round's, so
- * nothing is written while kernels are being timed. Lines "R <version>" (ready) and "E <message>"
- * (could not start) say whether tracing is on; "D <n>" that names were dropped (table full). */
+ * Lines written to the file descriptor named by GRADE_KERNEL_TRACE_FD (a file the grader opened and
+ * reads from its own process):
+ *   R <version>     tracing is on            E <message>   tracing could not start
+ *   K <seq> <name>  a kernel name, written at once the first time it is launched since the last
+ *                   flush (a write per new name, none per repeated launch); seq counts K lines 1, 2, ...
+ *   S <seq>         written by grader_trace_flush(), which the worker's trusted code calls before each
+ *                   reply but a timed round's: the seq of the last K line. The grader requires it, so a
+ *                   gap (K lines truncated away) or a missing flush (the call patched out) shows.
+ *   T <what>        tampering seen: the descriptor no longer reaches the grader's file, or the launch
+ *                   callbacks were turned off (each checked at every write and every flush)
+ *   D <n>           names were dropped (the table of names since the last flush is full)
+ * What runs in this process can still be undone by code that writes into the tracer's memory; the
+ * README's isolation section says so. */
 #include <cupti.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "launch_cbids.h"   /* LAUNCH_CBIDS[]: {domain, cbid, is_graph} */
@@ -34,7 +43,22 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static char *seen[MAX_NAMES];   /* copies of the names noted since the last flush */
 static int n_seen = 0;
 static unsigned long dropped = 0;
+static unsigned long seq = 0;   /* K lines written */
+static int tampered = 0;        /* what was seen: 1 descriptor redirected or closed */
+static int started = 0;         /* InitializeInjection subscribed to every launch callback */
+static dev_t trace_dev;
+static ino_t trace_ino;
 static CUpti_SubscriberHandle subscriber;
+
+/* Whether trace_fd still reaches the file it reached at start (a dup2 over it, or a close, shows). */
+static int fd_intact(void) {
+    struct stat st;
+    if (fstat(trace_fd, &st) != 0 || st.st_dev != trace_dev || st.st_ino != trace_ino) {
+        tampered |= 1;
+        return 0;
+    }
+    return 1;
+}
 
 static void write_all(const char *data, size_t n) {
     while (n > 0 && trace_fd >= 0) {
@@ -51,6 +75,7 @@ static void say(char kind, const char *text) {
     if (n > 0) write_all(line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
 }
 
+/* Write "K <seq> <name>" the first time ``name`` is launched since the last flush. */
 static void note(const char *name) {
     pthread_mutex_lock(&lock);
     for (int i = 0; i < n_seen; ++i) {
@@ -62,11 +87,21 @@ static void note(const char *name) {
     if (n_seen < MAX_NAMES) {
         size_t len = strnlen(name, MAX_NAME);
         char *copy = (char *)malloc(len + 1);
-        if (copy) {
+        char *line = (char *)malloc(len + 32);
+        if (copy && line) {
             memcpy(copy, name, len);
             copy[len] = 0;
             seen[n_seen++] = copy;
+            int head = snprintf(line, 32, "K %lu ", ++seq);
+            memcpy(line + head, name, len);
+            line[head + len] = '\n';
+            if (fd_intact()) write_all(line, (size_t)head + len + 1);
+            copy = NULL;
+        } else {
+            ++dropped;
         }
+        free(copy);
+        free(line);
     } else {
         ++dropped;
     }
@@ -87,39 +122,49 @@ static void CUPTIAPI on_launch(void *userdata, CUpti_CallbackDomain domain, CUpt
     }
 }
 
-/* Called by the worker (ctypes) before its replies: write the names noted since the last call. */
-int grader_trace_flush(void) {
-    pthread_mutex_lock(&lock);
-    for (int i = 0; i < n_seen; ++i) {
-        size_t len = strlen(seen[i]);
-        char *line = (char *)malloc(len + 3);
-        if (line) {
-            line[0] = 'K';
-            line[1] = ' ';
-            memcpy(line + 2, seen[i], len);
-            line[len + 2] = '\n';
-            write_all(line, len + 3);
-            free(line);
-        }
-        free(seen[i]);
+/* Whether every launch callback is still enabled (cuptiFinalize or cuptiEnableCallback(0, ...)
+ * called by code in this process shows here). */
+static int callbacks_on(void) {
+    for (size_t i = 0; i < sizeof LAUNCH_CBIDS / sizeof LAUNCH_CBIDS[0]; ++i) {
+        uint32_t on = 0;
+        if (cuptiGetCallbackState(&on, subscriber, LAUNCH_CBIDS[i].domain, LAUNCH_CBIDS[i].cbid) != CUPTI_SUCCESS
+            || !on)
+            return 0;
     }
+    return 1;
+}
+
+/* Called by the worker (ctypes) before its replies: forget the names noted since the last call (the
+ * next launch of each is written again), report tampering, and write "S <seq>". */
+int grader_trace_flush(void) {
+    if (!started) return 1;     /* before CUDA loaded the tracer, or it could not start (an E line) */
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < n_seen; ++i) free(seen[i]);
     n_seen = 0;
+    char text[96];
     if (dropped) {
-        char text[64];
         snprintf(text, sizeof text, "%lu kernel names dropped", dropped);
         say('D', text);
         dropped = 0;
     }
+    int fd_ok = fd_intact();
+    if (tampered & 1) say('T', "the trace descriptor was redirected or closed inside the worker");
+    if (!callbacks_on()) say('T', "the kernel launch callbacks were turned off inside the worker");
+    if (fd_ok) tampered = 0;
+    snprintf(text, sizeof text, "%lu", seq);
+    say('S', text);
     pthread_mutex_unlock(&lock);
     return 0;
 }
-
-static void at_exit(void) { grader_trace_flush(); }
 
 int InitializeInjection(void) {
     const char *fd = getenv("GRADE_KERNEL_TRACE_FD");
     if (!fd) return 1;
     trace_fd = atoi(fd);
+    struct stat st;
+    if (fstat(trace_fd, &st) != 0) return 1;
+    trace_dev = st.st_dev;
+    trace_ino = st.st_ino;
     CUptiResult r = cuptiSubscribe(&subscriber, (CUpti_CallbackFunc)on_launch, NULL);
     for (size_t i = 0; r == CUPTI_SUCCESS && i < sizeof LAUNCH_CBIDS / sizeof LAUNCH_CBIDS[0]; ++i)
         r = cuptiEnableCallback(1, subscriber, LAUNCH_CBIDS[i].domain, LAUNCH_CBIDS[i].cbid);
@@ -129,7 +174,7 @@ int InitializeInjection(void) {
         say('E', text ? text : "CUPTI failed to start");
         return 1;
     }
-    atexit(at_exit);
+    started = 1;
     char version[64];
     snprintf(version, sizeof version, "CUPTI %d, launch callbacks", (int)CUPTI_API_VERSION);
     say('R', version);

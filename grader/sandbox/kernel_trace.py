@@ -7,11 +7,15 @@ writes the kernels' names to a file the grader opened (:class:`TraceFile`). Afte
 the grader reads the new names; a kernel of a submission's graded call that is not one of the
 submission's own (:class:`OwnKernels`) fails the submission (:func:`foreign`).
 
-What it does not cover (README, "Own kernels only"): the tracer runs inside the worker's process,
-so a submission that deliberately tampers with it (CUPTI turned off through ctypes, the trace
-descriptor redirected or forged, the worker's flush call patched) can hide later kernels
-(tests/known_gaps); and an ``extern "C"`` library kernel whose exact name the submission also
-compiles passes (CuPy's ``cupy_*`` names are reserved).
+Tampering from inside the worker is looked for, and fails the submission like a foreign kernel:
+the tracer writes each new name at its launch (patching the worker's flush out hides nothing; a
+missing flush is itself seen), numbers its lines (lines truncated away or forged leave a gap),
+checks at each write and flush that its descriptor still reaches the grader's file and that its
+launch callbacks are still on, and the grader checks the descriptor from outside (/proc/PID/fd).
+What it does not cover (README, "Own kernels only"): code that writes into the tracer's own memory
+or reads the trace file back to forge a consistent one (the tracer shares the worker's process);
+and an ``extern "C"`` library kernel whose exact name the submission also compiles passes (CuPy's
+``cupy_*`` names are reserved).
 """
 from __future__ import annotations
 
@@ -129,18 +133,27 @@ def launch_cbids_header(include: Path) -> str:
 
 class TraceFile:
     """The file a worker's tracer writes to: opened here (append-only for the worker, which gets
-    the descriptor), read here after each request. ``status``: "" until the tracer said it is ready,
-    then "CUPTI ..."; ``error``: what the tracer or the file said went wrong."""
+    the descriptor), read here after each request (the line format is in ``kernel_trace.c``).
+    ``status``: "" until the tracer said it is ready, then "CUPTI ..."; ``error``: what the tracer
+    or the file said went wrong, tampering included (a gap in the K lines' numbers, an S line that
+    does not match them, a T line); ``reported``: whether the last read held the tracer's S line
+    (written by the flush that ends every request but a timed round)."""
 
     def __init__(self) -> None:
         fd, path = tempfile.mkstemp(prefix="grade-kernel-trace-")
         os.close(fd)
         self.worker_fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+        self.fd_number = self.worker_fd   # the worker's descriptor has the same number (pass_fds)
         self._read = open(path, "rb")
         os.unlink(path)      # nothing else can open it: only the two descriptors reach it
+        st = os.fstat(self._read.fileno())
+        self._identity = (st.st_dev, st.st_ino)
         self._offset = 0
+        self._seq = 0        # the number of the last K line read
+        self._fd_seen = False
         self.status = ""
         self.error = ""
+        self.reported = False
 
     def env(self, tracer: Tracer) -> dict[str, str]:
         return {INJECTION_VAR: str(tracer.library), FD_VAR: str(self.worker_fd)}
@@ -157,10 +170,21 @@ class TraceFile:
         end = data.rfind(b"\n") + 1        # a line still being written waits for the next read
         self._offset += end
         out = []
+        self.reported = False
         for line in data[:end].decode(errors="replace").splitlines():
             tag, _, text = line.partition(" ")
             if tag == "K":
-                out.append(text)
+                seq, _, name = text.partition(" ")
+                if seq != str(self._seq + 1):
+                    self.tampered(f"kernel line {seq!r} follows line {self._seq}: lines were removed or forged")
+                self._seq = int(seq) if seq.isdigit() else self._seq
+                out.append(name)
+            elif tag == "S":
+                if text != str(self._seq):
+                    self.tampered(f"the tracer wrote {text} kernel lines, {self._seq} arrived")
+                self.reported = True
+            elif tag == "T":
+                self.tampered(text)
             elif tag == "R":
                 self.status = text
             elif tag == "E":
@@ -168,6 +192,32 @@ class TraceFile:
             elif tag == "D":
                 self.error = f"the kernel tracer lost names: {text}"
         return out
+
+    def tampered(self, what: str) -> None:
+        """Record that the trace was tampered with (``what``: how); the first record is kept."""
+        self.error = self.error or f"the kernel trace was tampered with inside the worker ({what})"
+
+    def check_descriptor(self, pid: int) -> str:
+        """Whether the worker ``pid``'s trace descriptor still reaches this file, looked at from
+        outside through /proc/PID/fd: a message when it was redirected or closed, "" when it is
+        intact (or /proc could never be read for this worker: then nothing is claimed)."""
+        try:
+            st = os.stat(f"/proc/{pid}/fd/{self.fd_number}")
+        except FileNotFoundError:
+            if not os.path.exists(f"/proc/{pid}"):
+                return ""          # the worker is gone: its end is reported as a crash
+            what = "closed"
+        except OSError:
+            if not self._fd_seen:
+                return ""
+            what = "hidden from the grader (its /proc entry became unreadable)"
+        else:
+            self._fd_seen = True
+            if (st.st_dev, st.st_ino) == self._identity:
+                return ""
+            what = "redirected"
+        self.tampered(f"descriptor {self.fd_number} {what}")
+        return self.error
 
     def handed_over(self) -> None:
         """The worker was started with its copy of ``worker_fd``: close the grader's."""
