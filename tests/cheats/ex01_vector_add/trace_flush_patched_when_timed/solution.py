@@ -1,4 +1,4 @@
-# cheat: its own kernel in checked calls; in timed calls cupy.add, after replacing the worker's trace flush (Server._trace_flush) with a no-op, so the records stay in CUPTI's buffer past the last request the grader reads
+# cheat: its own kernel in checked calls; in timed calls cupy.add, after replacing the worker's trace flush (Server._trace_flush) with a no-op, so that nothing the tracer noted would be written (the tracer now writes each name at its launch)
 import sys
 
 import cupy
@@ -9,9 +9,8 @@ from grader.kernel import load
 _add = load("kernel.cu").get_function("vector_add")
 cupy.add(cupy.ones(4, cupy.float32), cupy.ones(4, cupy.float32), out=cupy.empty(4, cupy.float32))  # compiled while loading
 
-# CUPTI hands a buffer of kernel records to the tracer only when it is full (8 MiB, tens of
-# thousands of records) or flushed; the worker flushes before every reply but a timed one. Stay
-# well below a full buffer: past this many library calls, use the own kernel again.
+# Written against the first tracer, which held kernel records until the worker's flush: stay well
+# below a full buffer; past this many library calls, use the own kernel again.
 _LIBRARY_CALLS_MAX = 5000
 _calls = [0]
 
