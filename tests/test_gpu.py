@@ -113,7 +113,10 @@ def test_compile_error_is_reported_with_line(tmp_path) -> None:
 # -- the GEMM ladder ------------------------------------------------------------------------------------
 # (fixture, exercise, largest share of the performance points it may score). Timed without the
 # 8192^3 shape to keep the suite short: the naive kernels take seconds per call there.
-LADDER = [("ex09_gemm_naive_uncoalesced", "ex09_gemm_naive", 0.1),
+# share: the most of the performance points the previous rung may keep. ex09's uncoalesced variant
+# keeps 6.4 of 60 on the H200 (2026-12-01: ratios 0.16 at 4096^3, 0.08 at 8192x8192x256, 0.41 at the
+# irregular 8205x2949x5921 that issue 19 added, where uncoalesced B reads cost less).
+LADDER = [("ex09_gemm_naive_uncoalesced", "ex09_gemm_naive", 0.15),
           ("ex10_gemm_smem_prev", "ex10_gemm_smem", 0.5),
           ("ex11_gemm_regtile_prev", "ex11_gemm_regtile", 0.5),
           ("ex12_gemm_tensorcore_prev", "ex12_gemm_tensorcore", 0.5)]
