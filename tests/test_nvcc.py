@@ -8,8 +8,10 @@ import pytest
 
 from tests.conftest import ROOT
 
+KNOWN_GAPS = ROOT / "tests" / "known_gaps"   # cheats kept for the record, some deliberately uncompilable
 CU_FILES = sorted(p for p in ROOT.rglob("*.cu")
                   if not any(part.startswith(".") for part in p.relative_to(ROOT).parts)
+                  and not p.is_relative_to(KNOWN_GAPS)
                   and "__global__" in p.read_text(errors="replace"))  # skips the CPU-only fakes' empty files
 ARCHES = ["sm_80", "sm_89", "sm_90"]
 
