@@ -275,9 +275,9 @@ def run_benchmark(contestants: Sequence[Contestant], rig: Rig, policy: StopPolic
             c.resume()
             last = held[c.name]
             if last is not None:
-                if results[c.name].failure is None:   # its reply is also when the worker's checks of the
+                if results[c.name].failure is None:   # a refusal (the tracer's checks, sandbox.kernel_trace)
                     out = c.request({"op": "release", "handles": list(last.handles)}, call_timeout_s + 5)
-                    if not out.ok:                     # timed rounds' kernels arrive (sandbox.kernel_trace)
+                    if not out.ok:                     # may come with this reply too
                         results[c.name].failure = f"after the timed rounds: {out.kind}: {out.message}"
                         results[c.name].failure_kind = out.kind
                 last.free()

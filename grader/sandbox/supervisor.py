@@ -483,8 +483,8 @@ class Worker:
             return ""
         if self.proc is not None:
             self.trace.check_descriptor(self.proc.pid)
-        if not self.trace.reported and op != "time" and not self.trace.error:  # the worker flushes before
-            self.trace.tampered("the tracer's flush did not run before the reply")  # every reply but a timed round's
+        if not self.trace.reported and op != "time":   # the worker flushes before every reply but a timed round's
+            self.trace.tampered("the tracer's flush did not run before the reply")
         if self.trace.error:
             return f"{self.trace.error}; the own-kernels check cannot vouch for this submission"
         alien = kernel_trace.foreign(names, own)

@@ -13,10 +13,9 @@ with a connected socket on file descriptor FD. It serves requests one at a time:
   events between them on the current stream (host: ``perf_counter``);
 - ``release``: unmap buffers the parent is about to free.
 
-Before each reply but a ``time`` request's, the kernel tracer (when the grader injected one, see
-:mod:`grader.sandbox.kernel_trace`) is flushed, so the grader sees the kernels run so far (the
-kernels of timed rounds with the next request's reply, at the latest the ``release`` that ends a
-shape: the flush stays out of the timed window).
+The kernel tracer (when the grader injected one, see :mod:`grader.sandbox.kernel_trace`) writes
+each kernel's name at its launch; before each reply but a ``time`` request's it is flushed, which
+ends the request in the trace (the flush stays out of the timed window).
 
 Nothing the worker reports is trusted: the parent checks outputs, guards and inputs itself, and
 bounds reported times with its own wall clock.
@@ -271,8 +270,8 @@ class Server:
                 reply = {"ok": False, "kind": f.kind, "message": f.message, "detail": f.detail}
             sys.stdout.flush()
             sys.stderr.flush()
-            if self._trace_flush is not None and op != "time":   # the grader reads the kernels after the
-                self._trace_flush()   # reply; a timed round's wait for the next request (a shape ends in "release")
+            if self._trace_flush is not None and op != "time":   # ends the request in the trace; never
+                self._trace_flush()                                # inside a timed window
             protocol.send(self.sock, reply)
 
 
