@@ -87,7 +87,7 @@ def rounds_table(rounds: int, nsets: int, flush: bool) -> list[str]:
                 t0 = time.perf_counter()
                 w.resume()
                 t1 = time.perf_counter()
-                out = w.request({"op": "time", "sets": descs, "order": order,
+                out = w.request({"op": "time", "order": order,   # on the sets just mapped, as grader.timing does
                                  "flush_bytes": 2 * dev.l2_bytes if flush else 0}, 60)
                 t2 = time.perf_counter()
                 w.pause()

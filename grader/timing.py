@@ -18,7 +18,8 @@ with a ``solve`` that does nothing, so its unaccounted time is the harness's own
    work on the GPU, and that wait is charged to the contestant's round (DESIGN must 10: no work
    queued earlier gains anything; mapping, whose cost grows with the data, stays out of the timed
    window). The parent resumes the contestant's processes and starts its wall clock. In one
-   request the worker flushes L2 once and calls ``solve`` on every set back to back, in a shuffled
+   request (which names only the order of the sets: the worker built solve's arguments when it
+   mapped them, so neither the descriptors' transport nor the arrays' construction is timed) the worker flushes L2 once and calls ``solve`` on every set back to back, in a shuffled
    order, with CUDA events between consecutive calls; then it synchronises the device and replies. The
    parent stops the clock at the reply, stops the contestant's processes (SIGSTOP: nothing runs
    on its side between its rounds), and waits until the GPU has drained: time any of the
@@ -322,7 +323,7 @@ def _timed_round(c: Contestant, results: dict[str, ContestantTiming], rig: Rig, 
         rng.shuffle(order)
         c.resume()
         t0 = time.perf_counter()
-        out = c.request({"op": "time", "sets": binding.descriptors, "order": order, "flush_bytes": flush_bytes},
+        out = c.request({"op": "time", "order": order, "flush_bytes": flush_bytes},   # on the sets mapped above
                         call_timeout_s * rig.sets + 5)
         t1 = t0 + out.wall_s   # from sending the request to receiving the reply (the parent's checks after it excluded)
         c.pause()

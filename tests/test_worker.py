@@ -150,8 +150,13 @@ def test_map_request_maps_ahead_of_the_timed_request_and_unmaps_the_previous(tmp
         assert w.ensure().ok
         descs = [g.descriptor.to_json() for g in arrays]
         assert w.request({"op": "map", "sets": [descs], "close": []}, 5).ok
-        out = w.request({"op": "time", "sets": [descs], "order": [0]}, 5)
+        arrays[2].array[:] = 0.0
+        out = w.request({"op": "time", "order": [0]}, 5)   # no descriptors: the sets of the map
         assert out.ok and len(out.data["times_ms"]) == 1
+        assert np.allclose(arrays[2].array, arrays[0].array + arrays[1].array)   # solve ran on them
+        beyond = w.request({"op": "time", "order": [1]}, 5)   # one set was mapped
+        assert not beyond.ok and beyond.kind == "grader_error"
+        assert w.ensure().ok   # a failed request ends the worker: a fresh one
         bad = w.request({"op": "map", "sets": [[{**descs[0], "handle": "no-such-segment"}]], "close": []}, 5)
         assert not bad.ok and bad.kind == "exception"   # a mapping that fails is reported, not hidden
     finally:

@@ -8,9 +8,9 @@ with a connected socket on file descriptor FD. It serves requests one at a time:
 - ``run``: map the argument buffers, call ``solve`` once, synchronise the whole device;
 - ``warmup``: call ``solve`` on each input set in turn for a number of milliseconds;
 - ``map``: unmap the previous round's buffers and map this round's fresh ones (before the
-  parent writes the inputs into them);
-- ``time``: flush L2 once, then time one ``solve`` call per input set, back to back, with CUDA
-  events between them on the current stream (host: ``perf_counter``);
+  parent writes the inputs into them), and build solve's arguments for them;
+- ``time``: flush L2 once, then time one ``solve`` call per input set (those of the last ``map``),
+  back to back, with CUDA events between them on the current stream (host: ``perf_counter``);
 - ``release``: unmap buffers the parent is about to free.
 
 The kernel tracer (when the grader injected one, see :mod:`grader.sandbox.kernel_trace`) writes
@@ -85,6 +85,8 @@ class Server:
         self.solve: Callable[..., Any] | None = None
         self.submission: Path | None = None
         self._flush: Any = None
+        self._bound: list[list[Any]] = []    # solve's arguments per input set, built by the last map
+        self._events: list[Any] = []         # CUDA events reused by timed rounds
         self._trace_flush: Callable[[], int] | None = None
         if backend == "cuda":
             import cupy
@@ -197,20 +199,23 @@ class Server:
         """Unmap the previous round's buffers (``close``) and map this round's (``sets``) ahead of
         its timed request, which then finds them mapped (the parent writes the inputs in between)."""
         self.mapper.release(list(req.get("close", ())))
-        for s in req["sets"]:
-            self.arrays(s)
+        self._bound = []
+        self._bound = [self.arrays(s) for s in req["sets"]]
         return {}
 
     def op_time(self, req: dict[str, Any]) -> dict[str, Any]:
-        """One timed round: take this round's buffers (mapped by ``map`` before; ``close`` is still
-        honoured), flush L2 once, then call ``solve`` on each input set in ``order`` back to back,
-        with an event between consecutive calls on the current stream (host: ``perf_counter``), and
-        synchronise the whole device. ``times_ms`` are the gaps between consecutive events: each call's time,
-        launch gaps included. ``phases_ms`` (map, queue, sync, read) is diagnostic only."""
+        """One timed round on the input sets of the last ``map`` (or on ``sets``, when the request
+        carries them; ``close`` is still honoured): flush L2 once, then call ``solve`` on each set
+        in ``order`` back to back, with an event between consecutive calls on the current stream
+        (host: ``perf_counter``), and synchronise the whole device. ``times_ms`` are the gaps
+        between consecutive events: each call's time, launch gaps included. ``phases_ms`` (map,
+        queue, sync, read) is diagnostic only."""
         t_in = time.perf_counter()
         self.mapper.release(list(req.get("close", ())))
-        sets = [self.arrays(s) for s in req["sets"]]
+        sets = [self.arrays(s) for s in req["sets"]] if "sets" in req else self._bound
         order = [int(i) for i in req["order"]]
+        if not sets or any(not 0 <= k < len(sets) for k in order):
+            raise Failure("grader_error", f"timed request for sets {order} with {len(sets)} mapped")
         t_mapped = time.perf_counter()
         if self.backend != "cuda":
             marks = [time.perf_counter()]
@@ -223,7 +228,9 @@ class Server:
         if flush_bytes and (self._flush is None or self._flush.nbytes != flush_bytes):
             self._flush = cupy.empty(flush_bytes, cupy.uint8)
         stream = cupy.cuda.get_current_stream()
-        events = [cupy.cuda.Event() for _ in range(len(order) + 1)]
+        while len(self._events) < len(order) + 1:
+            self._events.append(cupy.cuda.Event())
+        events = self._events[:len(order) + 1]
         if flush_bytes:
             cupy.cuda.runtime.memsetAsync(self._flush.data.ptr, len(order) & 0xFF, flush_bytes, stream.ptr)
         events[0].record(stream)
@@ -239,6 +246,7 @@ class Server:
                                                  "sync": (t_synced - t_queued) * 1e3, "read": (t_out - t_synced) * 1e3}}
 
     def op_release(self, req: dict[str, Any]) -> dict[str, Any]:
+        self._bound = []
         self.mapper.release(list(req["handles"]))
         return {}
 
