@@ -93,7 +93,7 @@ def run_child(code: str, args: list[str], tracer, trace) -> str:
     fds: tuple[int, ...] = ()
     if tracer is not None:
         env.update(trace.env(tracer))
-        fds = (trace.worker_fd,)
+        fds = trace.pass_fds
     r = subprocess.run([sys.executable, "-c", code, *args], env=env, pass_fds=fds, capture_output=True, text=True,
                        timeout=300)
     if r.returncode != 0:

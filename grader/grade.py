@@ -270,12 +270,15 @@ class Grader:
     def _own_kernels(self) -> OwnKernels:
         """The kernels a graded call may run (see :class:`OwnKernels`): those its ``.cu`` files
         compile to, here, with the exercise's options, and the spec's ``allowed_kernels``."""
-        from grader.static import ptx_of
+        from grader.static import nvcc_path, nvrtc_unavailable, ptx_of
         files = [f for f in sorted(self.submission.rglob("*")) if f.suffix in CUDA_SOURCE_SUFFIXES and f.is_file()]
         arch = self.device.arch if self.device is not None else "sm_90"
-        ptx = [ptx_of(f, self.spec.compile_options, arch) or "" for f in files if f.suffix == ".cu"]
+        cu = [f for f in files if f.suffix == ".cu"]
+        ptx = [ptx_of(f, self.spec.compile_options, arch) or "" for f in cu]
+        compiler = nvrtc_unavailable() is None or nvcc_path() is not None
+        failed = tuple(str(f.relative_to(self.submission)) for f, p in zip(cu, ptx) if not p) if compiler else ()
         return OwnKernels.of([_strip_comments(f.read_text(errors="replace"), f.name) for f in files], ptx,
-                             self.spec.allowed_kernels)
+                             self.spec.allowed_kernels, compiler=compiler, uncompiled=failed)
 
     def _worker(self, folder: Path, trusted: bool = False) -> Worker:
         lim = self.spec.limits
@@ -287,13 +290,15 @@ class Grader:
 
     # -- correctness ------------------------------------------------------------------------------
     def release(self, instance: Instance, *workers: Worker | None) -> Outcome | None:
-        """Unmap the instance's buffers in each live worker, then free them. Returns a refusal
-        (a foreign kernel, say, that ran after solve returned) reported with an unmapping, else None."""
+        """Unmap the instance's buffers in each live worker, then free them. Returns the first
+        failure of an unmapping, else None: a refusal (a foreign kernel, say, that ran after solve
+        returned), or a worker that crashed or failed there (an honest worker never does: one that
+        exits after a passed case to be started afresh, with a fresh unchecked load, fails it)."""
         refused = None
         for w in workers:
-            if w is not None and w.alive:
+            if w is not None and w.proc is not None:   # not killed by the grader: it must answer
                 out = w.request({"op": "release", "handles": instance.handles}, 30)
-                if not out.ok and out.kind in REFUSED_KINDS and refused is None:
+                if not out.ok and refused is None:
                     refused = out
         instance.free()
         return refused

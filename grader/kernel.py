@@ -76,6 +76,20 @@ def kernel_names(source: str) -> list[str]:
     return list(dict.fromkeys(_KERNEL_DECL.findall(source)))
 
 
+def defined_kernel_names(source: str) -> list[str]:
+    """Names of the ``__global__`` functions ``source`` defines (a body follows the parameter
+    list), not those it only declares (``...);``), in order."""
+    out = []
+    for m in _KERNEL_DECL.finditer(source):
+        depth, i = 1, m.end()
+        while i < len(source) and depth:
+            depth += {"(": 1, ")": -1}.get(source[i], 0)
+            i += 1
+        if source[i:].lstrip().startswith("{"):
+            out.append(m.group(1))
+    return list(dict.fromkeys(out))
+
+
 def load(path: str | Path = "kernel.cu", *, options: tuple[str, ...] = ()) -> Any:
     """Compile a CUDA source file with NVRTC and return its ``cupy.RawModule``.
 

@@ -63,12 +63,41 @@ def test_library_namesakes_are_not_own_kernels():
     assert kt.foreign(["_Z20softmax_warp_forwardILi4EEvPf", "_Z4tileILi4EEvPf"], own) == []   # global templates
 
 
-def test_declared_names_count_only_where_a_file_did_not_compile():
+def test_declared_names_stand_in_only_when_no_compiler_could_be_loaded():
     header = "__global__ void helper_kernel(float* x) {}"      # in a header nobody compiles
     compiled = kt.OwnKernels.of([header], [PTX])
     assert kt.foreign(["helper_kernel"], compiled) == ["helper_kernel"]
-    uncompiled = kt.OwnKernels.of([header], [PTX, ""])          # a second .cu file failed to compile here
-    assert kt.foreign(["helper_kernel"], uncompiled) == []
+    # a .cu file that failed to compile here contributes no names (an #error unless solve's own
+    # options are given must not turn the check into a name match)
+    failed = kt.OwnKernels.of([header], [PTX, ""], uncompiled=("extra.cu",))
+    assert kt.foreign(["helper_kernel"], failed) == ["helper_kernel"]
+    assert "extra.cu did not compile here" in failed.why_not("helper_kernel")
+    no_compiler = kt.OwnKernels.of([header], [], compiler=False)
+    assert kt.foreign(["helper_kernel", "_Z13helper_kernelPf"], no_compiler) == []
+    # even then, a namespaced name with the same unqualified name is not the submission's
+    torch = "_ZN2at6native13helper_kernelILi4EEEvPf"
+    assert kt.foreign([torch], no_compiler) == [torch]
+
+
+def test_template_instantiations_match_only_templates_the_sources_define():
+    """cuBLAS's global-scope dot_kernel<...> instantiation against a kernel.cu that only declares
+    a template of that name (no body): not own; one the sources define still is."""
+    source = ("template <typename T, int N, int M, typename P> __global__ void dot_kernel(const T* x, P p);\n"
+              "template <int B> __global__ void tile(float* x) { }\n")
+    own = kt.OwnKernels.of([source], [PTX])
+    dot = "_Z10dot_kernelIfLi128ELi0E15cublasDotParamsI16cublasGemvTensorIKfE30cublasGemvTensorStridedBatchedIfEEEvT2_"
+    assert kt.foreign([dot, "_Z4tileILi4EEvPf"], own) == [dot]
+
+
+def test_extern_c_identifiers_spelling_a_mangled_name_are_never_own():
+    """kernel.cu declaring extern "C" kernels named exactly like torch's mangled kernels: NVRTC
+    keeps the identifier, so the PTX entry equals torch's name; a C++ kernel never spells it."""
+    torch_add = "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_15CUDAFunctor_addIfEESt5arrayIPcLm3EEEEviT0_T1_"
+    source = f'extern "C" __global__ void {torch_add}(int n) {{}}\nextern "C" __global__ void add(float* x) {{}}'
+    ptx = f".visible .entry {torch_add}(\n.visible .entry add(\n"
+    own = kt.OwnKernels.of([source], [ptx])
+    assert kt.foreign([torch_add, "add"], own) == [torch_add]
+    assert "mangled" in own.why_not(torch_add)
 
 
 def test_declared_names_ignore_commented_out_declarations():
@@ -78,56 +107,123 @@ def test_declared_names_ignore_commented_out_declarations():
     extern "C" __global__ void __launch_bounds__(256) block_sum(const float* x) {}
     template <int B> __global__ void tile(float* x) {}
     '''
-    assert kt.OwnKernels.of([_strip_comments(source, "kernel.cu")], [""]).fallback == frozenset({"block_sum", "tile"})
+    assert kt.OwnKernels.of([_strip_comments(source, "kernel.cu")], [""], compiler=False).fallback == \
+        frozenset({"block_sum", "tile"})
+
+
+class Tracer:
+    """Writes lines as the tracer does (kernel_trace.c): every line chained into the MAC, S lines
+    carrying it."""
+
+    def __init__(self, f: kt.TraceFile):
+        self.f, self.mac = f, 0
+
+    def lines(self, *lines: bytes) -> bytes:
+        out = b""
+        for line in lines:
+            self.mac = kt.chain_mac(self.f.key, self.mac, line)
+            out += line + (b" %016x" % self.mac if line.startswith(b"S ") else b"") + b"\n"
+        return out
+
+    def write(self, *lines: bytes) -> None:
+        os.write(self.f.worker_fd, self.lines(*lines))
+
+
+def test_siphash_matches_the_reference_test_vector():
+    # SipHash-2-4, key 00..0f, message 00..0e: Aumasson and Bernstein (2012), appendix A
+    assert kt.siphash24(bytes(range(16)), bytes(range(15))) == 0xA129CA6149BE45E5
+    assert kt.siphash24(bytes(range(16)), b"") == 0x726FDB47DD0E0E31
 
 
 def test_trace_file_reads_new_complete_lines_and_notices_truncation():
     f = kt.TraceFile()
+    t = Tracer(f)
     try:
-        assert f.env(kt.Tracer(kt.Path("/x/lib.so"), ()))[kt.FD_VAR] == str(f.worker_fd)
-        os.write(f.worker_fd, b"R CUPTI 130001\nK 1 block_sum\nS 1\nK 2 cupy_s")
+        env = f.env(kt.Tracer(kt.Path("/x/lib.so"), ()))
+        assert env[kt.FD_VAR] == str(f.worker_fd) and env[kt.KEY_FD_VAR] == str(f.key_fd)
+        assert os.read(f.key_fd, 64) == f.key and len(f.key) == 16   # the key the tracer reads, then EOF
+        data = t.lines(b"R CUPTI 130001", b"K 1 block_sum", b"S 1", b"K 2 cupy_sum", b"D 3 kernel names dropped")
+        cut = data.index(b"cupy_s") + len(b"cupy_s")
+        os.write(f.worker_fd, data[:cut])
         assert f.names() == ["block_sum"] and f.status == "CUPTI 130001" and not f.error and f.reported
-        os.write(f.worker_fd, b"um\nD 3 kernel names dropped\n")
+        os.write(f.worker_fd, data[cut:])
         assert f.names() == ["cupy_sum"] and "lost names" in f.error and not f.reported
+        assert f.after_report == ["cupy_sum"]   # launched after the last flush
         assert f.names() == []
+        f.error = ""
         os.ftruncate(f.worker_fd, 0)      # what a worker holding the descriptor could do
         f.names()
         assert "truncated" in f.error
     finally:
         f.close()
-    assert f.worker_fd == -1
+    assert f.worker_fd == -1 and f.key_fd == -1
 
 
 @pytest.mark.parametrize("lines, what", [
-    (b"K 1 mine\nK 3 mine2\nS 3\n", "kernel line '3' follows line 1"),       # K 2 truncated away
-    (b"K 1 mine\nK 1 forged\nS 1\n", "kernel line '1' follows line 1"),      # a line written by the worker
-    (b"K 1 mine\nK 2 cupy_sum\nS 1\n", "the tracer wrote 1 kernel lines, 2 arrived"),
-    (b"K 1 mine\nT the kernel launch callbacks were turned off inside the worker\nS 1\n", "turned off"),
+    ([b"K 1 mine", b"K 3 mine2", b"S 3"], "kernel line '3' follows line 1"),       # K 2 truncated away
+    ([b"K 1 mine", b"K 2 cupy_sum", b"S 1"], "the tracer wrote 1 kernel lines, 2 arrived"),
+    ([b"K 1 mine", b"T the kernel launch callbacks were turned off inside the worker", b"S 1"], "turned off"),
+    ([b"K 1 mine", b"K 2 two words", b"S 2"], "malformed kernel line"),
+    ([b"K 1 mine", b"R CUPTI 130001", b"S 1"], "a line the tracer does not write"),   # R only first
+    ([b"K 1 mine", b"X 1", b"S 1"], "a line the tracer does not write"),
 ])
 def test_gaps_forgeries_and_tracer_reports_are_tampering(lines, what):
     f = kt.TraceFile()
     try:
-        os.write(f.worker_fd, b"R CUPTI 130001\n" + lines)
+        Tracer(f).write(b"R CUPTI 130001", *lines)
         f.names()
         assert "tampered with inside the worker" in f.error and what in f.error
     finally:
         f.close()
 
 
-def test_the_trace_descriptor_is_checked_from_outside_the_worker(tmp_path):
+def test_lines_the_worker_writes_rewrites_or_removes_break_the_mac():
+    """Without the key, whatever the worker does to the file shows at the next S line: a K line
+    forged with the right number, a line absorbed into another ("R " written before the tracer's
+    K line), a name rewritten in place with the same length, a flush line replayed."""
+    def check(mutate) -> str:
+        f = kt.TraceFile()
+        try:
+            t = Tracer(f)
+            os.write(f.worker_fd, mutate(t))
+            f.names()
+            return f.error
+        finally:
+            f.close()
+    honest = check(lambda t: t.lines(b"R CUPTI 130001", b"K 1 zero", b"K 2 cupy_sum", b"S 2"))
+    assert honest == ""
+    forged = check(lambda t: t.lines(b"R CUPTI 130001", b"K 1 zero", b"S 1") + b"K 2 block_sum\nS 2 0000000000000000\n")
+    assert "MAC" in forged
+    rewritten = check(lambda t: t.lines(b"R CUPTI 130001", b"K 1 zero", b"K 2 cupy_sum", b"S 2")
+                      .replace(b"cupy_sum", b"tile_sum"))
+    assert "MAC" in rewritten
+    absorbed = check(lambda t: t.lines(b"R CUPTI 130001", b"K 1 zero") + b"R " + t.lines(b"K 2 cupy_sum")
+                     + b"K 2 block_sum\n" + t.lines(b"S 2"))
+    assert "MAC" in absorbed or "does not write" in absorbed
+
+    def replay(t: Tracer) -> bytes:
+        first = t.lines(b"R CUPTI 130001", b"K 1 zero", b"S 1")
+        return first + first.splitlines(keepends=True)[-1]   # the same S line again: the flush patched out
+    assert "MAC" in check(replay)
+
+
+@pytest.mark.parametrize("how, what", [("redirect", "redirected"), ("unappend", "no longer opened for appending")])
+def test_the_trace_descriptor_is_checked_from_outside_the_worker(how, what):
     f = kt.TraceFile()
     child = subprocess.Popen([sys.executable, "-c", "import sys, os\nfd = int(sys.argv[1])\n"
                               "line = sys.stdin.readline()\n"
                               "if line.startswith('redirect'): os.dup2(os.open(os.devnull, os.O_WRONLY), fd)\n"
+                              "if line.startswith('unappend'):\n import fcntl\n"
+                              " fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_APPEND)\n"
                               "print('done', flush=True)\nsys.stdin.readline()\n", str(f.worker_fd)],
                              pass_fds=(f.worker_fd,), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         f.handed_over()
         assert f.check_descriptor(child.pid) == ""                    # intact
-        child.stdin.write("redirect\n")
+        child.stdin.write(how + "\n")
         child.stdin.flush()
         assert child.stdout.readline() == "done\n"
-        assert "descriptor" in f.check_descriptor(child.pid) and "redirected" in f.error
+        assert "descriptor" in f.check_descriptor(child.pid) and what in f.error
     finally:
         child.stdin.close()
         child.wait()
@@ -137,7 +233,7 @@ def test_the_trace_descriptor_is_checked_from_outside_the_worker(tmp_path):
 def test_a_tracer_that_could_not_start_says_why():
     f = kt.TraceFile()
     try:
-        os.write(f.worker_fd, b"E CUPTI_ERROR_INSUFFICIENT_PRIVILEGES\n")
+        Tracer(f).write(b"E CUPTI_ERROR_INSUFFICIENT_PRIVILEGES")
         f.names()
         assert f.status == "" and "did not start: CUPTI_ERROR_INSUFFICIENT_PRIVILEGES" in f.error
     finally:
@@ -216,9 +312,17 @@ os.dup2(saved, fd)
 tracer.grader_trace_flush()
 print("redirected", flush=True)                   # 2: T, and the lost K 4 leaves a gap
 step()
+import fcntl
+flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+fcntl.fcntl(fd, fcntl.F_SETFL, flags & ~os.O_APPEND)   # to rewrite lines in place with pwrite
+fake.fake_launch(b"mine")
+fcntl.fcntl(fd, fcntl.F_SETFL, flags)
+tracer.grader_trace_flush()
+print("unappended", flush=True)                   # 3: T
+step()
 fake.fake_disable()                               # what cuptiFinalize or cuptiEnableCallback(0) does
 tracer.grader_trace_flush()
-print("disabled", flush=True)                     # 3: T
+print("disabled", flush=True)                     # 4: T
 step()
 """
 
@@ -241,9 +345,9 @@ def test_the_tracer_writes_names_at_launch_and_reports_tampering(tmp_path, monke
     tracer = kt.build(tmp_path / "cache")
     assert isinstance(tracer, kt.Tracer), tracer
     f = kt.TraceFile()
-    env = {**os.environ, kt.FD_VAR: str(f.worker_fd)}
+    env = {**os.environ, kt.FD_VAR: str(f.worker_fd), kt.KEY_FD_VAR: str(f.key_fd)}
     child = subprocess.Popen([sys.executable, "-c", TRACED_PROCESS, str(fake), str(tracer.library)], env=env,
-                             pass_fds=(f.worker_fd,), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                             pass_fds=f.pass_fds, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
     def step() -> str:
         child.stdin.write("go\n")
@@ -256,7 +360,10 @@ def test_the_tracer_writes_names_at_launch_and_reports_tampering(tmp_path, monke
         assert f.status.startswith("CUPTI") and f.check_descriptor(child.pid) == ""
         assert step() == "redirected"
         assert f.names() == ["mine"] and f.reported
-        assert "tampered with inside the worker" in f.error and "redirected or closed" in f.error
+        assert "tampered with inside the worker" in f.error and "redirected, closed" in f.error
+        f.error = ""
+        assert step() == "unappended"
+        assert f.names() == [] and "made rewritable" in f.error   # the line is not written, the gap shows
         f.error = ""
         assert step() == "disabled"
         f.names()
@@ -308,6 +415,17 @@ def test_descends_from_walks_the_parent_chain():
     finally:
         child.kill()
         child.wait()
+
+
+def test_descends_from_has_no_depth_limit(monkeypatch):
+    """A helper started 81 generations below the worker (a chain of shells) is still its descendant."""
+    from grader.sandbox import watch
+    parents = {1000 + i: 999 + i for i in range(1, 200)}   # 1199 -> 1198 -> ... -> 1000 -> 999
+    parents[1000] = 999
+    parents[999] = 1
+    monkeypatch.setattr(watch, "_stat_fields", lambda pid: ["S", str(parents[pid])])
+    assert watch.descends_from(1199, 999) and watch.descends_from(1081, 1000)
+    assert not watch.descends_from(999, 1199)
 
 
 def test_nvml_process_queries_share_one_listing(monkeypatch):

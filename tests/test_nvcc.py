@@ -24,6 +24,10 @@ def test_there_are_kernels_to_compile():
 @pytest.mark.parametrize("arch", ARCHES)
 @pytest.mark.parametrize("path", CU_FILES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_compiles(path, arch, tmp_path):
-    proc = subprocess.run([shutil.which("nvcc"), f"-arch={arch}", "-std=c++17", "-cubin", "-o",
+    # a file that needs options (as its solution.py passes them to load) names them on a line
+    # "// nvcc-options: -DNAME=VALUE ..."
+    extra = [o for line in path.read_text(errors="replace").splitlines() if line.startswith("// nvcc-options:")
+             for o in line.split(":", 1)[1].split()]
+    proc = subprocess.run([shutil.which("nvcc"), f"-arch={arch}", "-std=c++17", *extra, "-cubin", "-o",
                            str(tmp_path / "k.cubin"), str(path)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr

@@ -16,15 +16,24 @@
  *   R <version>     tracing is on            E <message>   tracing could not start
  *   K <seq> <name>  a kernel name, written at once the first time it is launched since the last
  *                   flush (a write per new name, none per repeated launch); seq counts K lines 1, 2, ...
- *   S <seq>         written by grader_trace_flush(), which the worker's trusted code calls before each
- *                   reply but a timed round's: the seq of the last K line. The grader requires it, so a
- *                   gap (K lines truncated away) or a missing flush (the call patched out) shows.
+ *   S <seq> <mac>   written by grader_trace_flush(), which the worker's trusted code calls before each
+ *                   reply but a timed round's: the seq of the last K line, and the MAC of every line
+ *                   the tracer wrote so far. The grader requires it, so a gap (K lines truncated away),
+ *                   a missing flush (the call patched out) and any byte the worker wrote, removed or
+ *                   rewrote in the file (a forged line, a line overwritten in place) show.
  *   T <what>        tampering seen: the descriptor no longer reaches the grader's file, or the launch
  *                   callbacks were turned off (each checked at every write and every flush)
  *   D <n>           names were dropped (the table of names since the last flush is full)
- * What runs in this process can still be undone by code that writes into the tracer's memory; the
- * README's isolation section says so. */
+ * The MAC: SipHash-2-4 (Aumasson and Bernstein, "SipHash: a fast short-input PRF", 2012) under a
+ * 128-bit key the grader generates per worker and hands over through a pipe (GRADE_KERNEL_TRACE_KEY_FD)
+ * that this library reads and closes before any submission code runs; chained over the lines:
+ * mac = SipHash(key, mac as 8 little-endian bytes || the line without its newline), where an S
+ * line counts as "S <seq>" and then carries the new mac in hex. Written lines are checked too: the
+ * descriptor must reach the grader's file, still opened O_APPEND.
+ * What runs in this process can still be undone by code that reads or writes the tracer's memory
+ * (the key, the table of names); the README's isolation section says so. */
 #include <cupti.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -49,11 +58,61 @@ static int started = 0;         /* InitializeInjection subscribed to every launc
 static dev_t trace_dev;
 static ino_t trace_ino;
 static CUpti_SubscriberHandle subscriber;
+static uint64_t key[2];         /* the MAC key (read from the grader's pipe) */
+static uint64_t mac = 0;        /* the chained MAC of the lines written so far */
 
-/* Whether trace_fd still reaches the file it reached at start (a dup2 over it, or a close, shows). */
+#define ROTL(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
+#define SIPROUND(v0, v1, v2, v3) do { \
+    v0 += v1; v1 = ROTL(v1, 13); v1 ^= v0; v0 = ROTL(v0, 32); \
+    v2 += v3; v3 = ROTL(v3, 16); v3 ^= v2; \
+    v0 += v3; v3 = ROTL(v3, 21); v3 ^= v0; \
+    v2 += v1; v1 = ROTL(v1, 17); v1 ^= v2; v2 = ROTL(v2, 32); } while (0)
+
+/* SipHash-2-4 of data[0..n) under k (two little-endian 64-bit halves). Exported for the tests. */
+uint64_t grader_trace_siphash(const uint64_t k[2], const unsigned char *data, size_t n) {
+    uint64_t v0 = k[0] ^ 0x736f6d6570736575ULL, v1 = k[1] ^ 0x646f72616e646f6dULL;
+    uint64_t v2 = k[0] ^ 0x6c7967656e657261ULL, v3 = k[1] ^ 0x7465646279746573ULL;
+    size_t full = n - n % 8;
+    for (size_t i = 0; i < full; i += 8) {
+        uint64_t m = 0;
+        for (int j = 7; j >= 0; --j) m = (m << 8) | data[i + (size_t)j];
+        v3 ^= m;
+        SIPROUND(v0, v1, v2, v3);
+        SIPROUND(v0, v1, v2, v3);
+        v0 ^= m;
+    }
+    uint64_t last = (uint64_t)(n & 0xff) << 56;
+    for (size_t j = 0; j < n % 8; ++j) last |= (uint64_t)data[full + j] << (8 * j);
+    v3 ^= last;
+    SIPROUND(v0, v1, v2, v3);
+    SIPROUND(v0, v1, v2, v3);
+    v0 ^= last;
+    v2 ^= 0xff;
+    for (int r = 0; r < 4; ++r) SIPROUND(v0, v1, v2, v3);
+    return v0 ^ v1 ^ v2 ^ v3;
+}
+
+/* mac = SipHash(key, mac || line[0..n)), the chain the grader recomputes. */
+static void chain(const char *line, size_t n) {
+    unsigned char buf[8 + 512];
+    unsigned char *data = n <= 512 ? buf : (unsigned char *)malloc(8 + n);
+    if (!data) {           /* cannot happen for the lines written here; the grader then sees a bad MAC */
+        mac = ~mac;
+        return;
+    }
+    for (int j = 0; j < 8; ++j) data[j] = (unsigned char)(mac >> (8 * j));
+    memcpy(data + 8, line, n);
+    mac = grader_trace_siphash(key, data, 8 + n);
+    if (data != buf) free(data);
+}
+
+/* Whether trace_fd still reaches the file it reached at start, opened for appending (a dup2 over
+ * it, a close, or O_APPEND cleared to rewrite lines in place shows). */
 static int fd_intact(void) {
     struct stat st;
-    if (fstat(trace_fd, &st) != 0 || st.st_dev != trace_dev || st.st_ino != trace_ino) {
+    int flags = fcntl(trace_fd, F_GETFL);
+    if (fstat(trace_fd, &st) != 0 || st.st_dev != trace_dev || st.st_ino != trace_ino || flags < 0
+        || !(flags & O_APPEND)) {
         tampered |= 1;
         return 0;
     }
@@ -69,10 +128,16 @@ static void write_all(const char *data, size_t n) {
     }
 }
 
+/* Write "<kind> <text>" (chained into the MAC; an S line then carries the MAC). */
 static void say(char kind, const char *text) {
     char line[512];
-    int n = snprintf(line, sizeof line, "%c %s\n", kind, text);
-    if (n > 0) write_all(line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+    int n = snprintf(line, sizeof line - 24, "%c %s", kind, text);
+    if (n < 0) return;
+    if ((size_t)n > sizeof line - 25) n = (int)(sizeof line - 25);
+    chain(line, (size_t)n);
+    if (kind == 'S') n += snprintf(line + n, 24, " %016llx", (unsigned long long)mac);
+    line[n] = '\n';
+    write_all(line, (size_t)n + 1);
 }
 
 /* Write "K <seq> <name>" the first time ``name`` is launched since the last flush. */
@@ -94,6 +159,7 @@ static void note(const char *name) {
             seen[n_seen++] = copy;
             int head = snprintf(line, 32, "K %lu ", ++seq);
             memcpy(line + head, name, len);
+            chain(line, (size_t)head + len);
             line[head + len] = '\n';
             if (fd_intact()) write_all(line, (size_t)head + len + 1);
             copy = NULL;
@@ -148,7 +214,7 @@ int grader_trace_flush(void) {
         dropped = 0;
     }
     int fd_ok = fd_intact();
-    if (tampered & 1) say('T', "the trace descriptor was redirected or closed inside the worker");
+    if (tampered & 1) say('T', "the trace descriptor was redirected, closed or made rewritable inside the worker");
     if (!callbacks_on()) say('T', "the kernel launch callbacks were turned off inside the worker");
     if (fd_ok) tampered = 0;
     snprintf(text, sizeof text, "%lu", seq);
@@ -165,6 +231,27 @@ int InitializeInjection(void) {
     if (fstat(trace_fd, &st) != 0) return 1;
     trace_dev = st.st_dev;
     trace_ino = st.st_ino;
+    const char *key_fd = getenv("GRADE_KERNEL_TRACE_KEY_FD");
+    unsigned char raw[16];
+    ssize_t got = 0;
+    if (key_fd) {
+        int kfd = atoi(key_fd);
+        while (got < 16) {
+            ssize_t r = read(kfd, raw + got, (size_t)(16 - got));
+            if (r <= 0) break;
+            got += r;
+        }
+        close(kfd);
+    }
+    if (got != 16) {
+        say('E', "no MAC key from the grader (GRADE_KERNEL_TRACE_KEY_FD)");
+        return 1;
+    }
+    for (int h = 0; h < 2; ++h) {
+        key[h] = 0;
+        for (int j = 7; j >= 0; --j) key[h] = (key[h] << 8) | raw[8 * h + j];
+    }
+    memset(raw, 0, sizeof raw);
     CUptiResult r = cuptiSubscribe(&subscriber, (CUpti_CallbackFunc)on_launch, NULL);
     for (size_t i = 0; r == CUPTI_SUCCESS && i < sizeof LAUNCH_CBIDS / sizeof LAUNCH_CBIDS[0]; ++i)
         r = cuptiEnableCallback(1, subscriber, LAUNCH_CBIDS[i].domain, LAUNCH_CBIDS[i].cbid);

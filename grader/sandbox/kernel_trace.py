@@ -10,12 +10,15 @@ submission's own (:class:`OwnKernels`) fails the submission (:func:`foreign`).
 Tampering from inside the worker is looked for, and fails the submission like a foreign kernel:
 the tracer writes each new name at its launch (patching the worker's flush out hides nothing; a
 missing flush is itself seen), numbers its lines (lines truncated away or forged leave a gap),
-checks at each write and flush that its descriptor still reaches the grader's file and that its
-launch callbacks are still on, and the grader checks the descriptor from outside (/proc/PID/fd).
-What it does not cover (README, "Own kernels only"): code that writes into the tracer's own memory
-or reads the trace file back to forge a consistent one (the tracer shares the worker's process);
-and an ``extern "C"`` library kernel whose exact name the submission also compiles passes (CuPy's
-``cupy_*`` names are reserved).
+chains every line into a SipHash MAC under a per-worker key it reads from a pipe before any
+submission code runs (any byte written, removed or rewritten in the file shows at the next S
+line), checks at each write and flush that its descriptor still reaches the grader's file, opened
+for appending, and that its launch callbacks are still on; the grader checks the descriptor from
+outside (/proc/PID/fd and fdinfo). What it does not cover (README, "Own kernels only"): code that
+reads or writes the tracer's own memory (the key; the tracer shares the worker's process), and
+library code compiled under one of the submission's own kernel names (kernels are known by name;
+CuPy's ``cupy_*`` names are reserved, ``extern "C"`` identifiers spelling a mangled name are never
+own).
 """
 from __future__ import annotations
 
@@ -32,6 +35,7 @@ from pathlib import Path
 SOURCE = Path(__file__).with_name("kernel_trace.c")
 LIBRARY = "libgrader_kernel_trace.so"
 FD_VAR = "GRADE_KERNEL_TRACE_FD"
+KEY_FD_VAR = "GRADE_KERNEL_TRACE_KEY_FD"
 INJECTION_VAR = "CUDA_INJECTION64_PATH"
 _BUILT: dict[str, "Tracer | str"] = {}
 
@@ -131,6 +135,50 @@ def launch_cbids_header(include: Path) -> str:
             + "\n".join(rows) + "\n};\n")
 
 
+_MASK = (1 << 64) - 1
+
+
+def _rotl(x: int, b: int) -> int:
+    return ((x << b) | (x >> (64 - b))) & _MASK
+
+
+def siphash24(key: bytes, data: bytes) -> int:
+    """SipHash-2-4 of ``data`` under the 16-byte ``key`` (Aumasson and Bernstein, "SipHash: a fast
+    short-input PRF", 2012): the MAC the tracer chains over its lines (``kernel_trace.c``)."""
+    k0, k1 = int.from_bytes(key[:8], "little"), int.from_bytes(key[8:16], "little")
+    v = [k0 ^ 0x736F6D6570736575, k1 ^ 0x646F72616E646F6D, k0 ^ 0x6C7967656E657261, k1 ^ 0x7465646279746573]
+
+    def rounds(n: int) -> None:
+        for _ in range(n):
+            v[0] = (v[0] + v[1]) & _MASK; v[1] = _rotl(v[1], 13) ^ v[0]; v[0] = _rotl(v[0], 32)  # noqa: E702
+            v[2] = (v[2] + v[3]) & _MASK; v[3] = _rotl(v[3], 16) ^ v[2]                           # noqa: E702
+            v[0] = (v[0] + v[3]) & _MASK; v[3] = _rotl(v[3], 21) ^ v[0]                           # noqa: E702
+            v[2] = (v[2] + v[1]) & _MASK; v[1] = _rotl(v[1], 17) ^ v[2]; v[2] = _rotl(v[2], 32)  # noqa: E702
+    full = len(data) - len(data) % 8
+    for i in range(0, full, 8):
+        m = int.from_bytes(data[i:i + 8], "little")
+        v[3] ^= m
+        rounds(2)
+        v[0] ^= m
+    last = ((len(data) & 0xFF) << 56) | int.from_bytes(data[full:], "little")
+    v[3] ^= last
+    rounds(2)
+    v[0] ^= last
+    v[2] ^= 0xFF
+    rounds(4)
+    return v[0] ^ v[1] ^ v[2] ^ v[3]
+
+
+def chain_mac(key: bytes, mac: int, line: bytes) -> int:
+    """The tracer's MAC after ``line`` (without its newline; an S line as "S <seq>")."""
+    return siphash24(key, mac.to_bytes(8, "little") + line)
+
+
+_K_LINE = re.compile(r"K (\d+) (\S+|<CUDA graph launch>|<unnamed kernel>)")
+_S_LINE = re.compile(r"S (\d+) ([0-9a-f]{16})")
+_D_LINE = re.compile(r"D \d+ kernel names dropped")
+
+
 class TraceFile:
     """The file a worker's tracer writes to: opened here (append-only for the worker, which gets
     the descriptor), read here after each request (the line format is in ``kernel_trace.c``).
@@ -148,49 +196,83 @@ class TraceFile:
         os.unlink(path)      # nothing else can open it: only the two descriptors reach it
         st = os.fstat(self._read.fileno())
         self._identity = (st.st_dev, st.st_ino)
+        # the MAC key, through a pipe the tracer reads to the end and closes before submission code runs
+        self.key = os.urandom(16)
+        self.key_fd, key_w = os.pipe()
+        os.write(key_w, self.key)
+        os.close(key_w)
+        self._mac = 0
         self._offset = 0
         self._seq = 0        # the number of the last K line read
         self._fd_seen = False
         self.status = ""
         self.error = ""
         self.reported = False
+        self.after_report: list[str] = []   # names of the last read that followed its last S line
+
+    @property
+    def pass_fds(self) -> tuple[int, int]:
+        """The descriptors the worker must inherit: the trace file's and the key pipe's."""
+        return self.worker_fd, self.key_fd
 
     def env(self, tracer: Tracer) -> dict[str, str]:
-        return {INJECTION_VAR: str(tracer.library), FD_VAR: str(self.worker_fd)}
+        return {INJECTION_VAR: str(tracer.library), FD_VAR: str(self.worker_fd), KEY_FD_VAR: str(self.key_fd)}
 
     def names(self) -> list[str]:
-        """Kernel names written since the last call (in the order they completed)."""
+        """Kernel names written since the last call (in the order they completed). Lines are
+        parsed strictly (the forms in ``kernel_trace.c``) and their MAC recomputed: anything the
+        tracer did not write is tampering. ``after_report``: the names that came after the last S
+        line read (launched after the worker's flush: the next request must answer for them)."""
         size = os.fstat(self._read.fileno()).st_size
         if size < self._offset:
-            self.error = "the kernel trace was truncated by the worker"
+            self.tampered("the trace was truncated")
             self._offset = size
             return []
         self._read.seek(self._offset)
         data = self._read.read(size - self._offset)
         end = data.rfind(b"\n") + 1        # a line still being written waits for the next read
         self._offset += end
-        out = []
+        out: list[str] = []
         self.reported = False
-        for line in data[:end].decode(errors="replace").splitlines():
-            tag, _, text = line.partition(" ")
-            if tag == "K":
-                seq, _, name = text.partition(" ")
+        self.after_report = []
+        for raw in data[:end].split(b"\n")[:-1]:
+            line = raw.decode(errors="replace")
+            tag = line[:2]
+            if tag == "S ":
+                m = _S_LINE.fullmatch(line)
+                if m is None:
+                    self.tampered(f"a malformed flush line {line[:80]!r}")
+                    continue
+                self._mac = chain_mac(self.key, self._mac, raw[:-17])
+                if m.group(2) != f"{self._mac:016x}":
+                    self.tampered("the lines do not carry the tracer's MAC: written, removed or rewritten by the worker")
+                if m.group(1) != str(self._seq):
+                    self.tampered(f"the tracer wrote {m.group(1)} kernel lines, {self._seq} arrived")
+                self.reported = True
+                self.after_report = []
+                continue
+            self._mac = chain_mac(self.key, self._mac, raw)
+            if tag == "K ":
+                m = _K_LINE.fullmatch(line)
+                if m is None:
+                    self.tampered(f"a malformed kernel line {line[:80]!r}")
+                    continue
+                seq, name = m.groups()
                 if seq != str(self._seq + 1):
                     self.tampered(f"kernel line {seq!r} follows line {self._seq}: lines were removed or forged")
-                self._seq = int(seq) if seq.isdigit() else self._seq
+                self._seq = int(seq)
                 out.append(name)
-            elif tag == "S":
-                if text != str(self._seq):
-                    self.tampered(f"the tracer wrote {text} kernel lines, {self._seq} arrived")
-                self.reported = True
-            elif tag == "T":
-                self.tampered(text)
-            elif tag == "R":
-                self.status = text
-            elif tag == "E":
-                self.error = f"the kernel tracer did not start: {text}"
-            elif tag == "D":
-                self.error = f"the kernel tracer lost names: {text}"
+                self.after_report.append(name)
+            elif tag == "T ":
+                self.tampered(line[2:])
+            elif tag == "R " and not self.status and not self._seq:
+                self.status = line[2:]
+            elif tag == "E " and not self.status:
+                self.error = f"the kernel tracer did not start: {line[2:]}"
+            elif tag == "D " and _D_LINE.fullmatch(line):
+                self.error = f"the kernel tracer lost names: {line[2:]}"
+            else:
+                self.tampered(f"a line the tracer does not write: {line[:80]!r}")
         return out
 
     def tampered(self, what: str) -> None:
@@ -213,21 +295,36 @@ class TraceFile:
             what = "hidden from the grader (its /proc entry became unreadable)"
         else:
             self._fd_seen = True
-            if (st.st_dev, st.st_ino) == self._identity:
+            if (st.st_dev, st.st_ino) != self._identity:
+                what = "redirected"
+            elif not _appending(pid, self.fd_number):
+                what = "no longer opened for appending (lines could be rewritten in place)"
+            else:
                 return ""
-            what = "redirected"
         self.tampered(f"descriptor {self.fd_number} {what}")
         return self.error
 
     def handed_over(self) -> None:
-        """The worker was started with its copy of ``worker_fd``: close the grader's."""
-        if self.worker_fd >= 0:
-            os.close(self.worker_fd)
-            self.worker_fd = -1
+        """The worker was started with its copies of ``pass_fds``: close the grader's."""
+        for attr in ("worker_fd", "key_fd"):
+            if getattr(self, attr) >= 0:
+                os.close(getattr(self, attr))
+                setattr(self, attr, -1)
 
     def close(self) -> None:
         self.handed_over()
         self._read.close()
+
+
+def _appending(pid: int, fd: int) -> bool:
+    """Whether descriptor ``fd`` of process ``pid`` has O_APPEND (its /proc fdinfo flags, octal);
+    True when that cannot be read (nothing is claimed then)."""
+    try:
+        text = Path(f"/proc/{pid}/fdinfo/{fd}").read_text()
+    except OSError:
+        return True
+    m = re.search(r"^flags:\s*([0-7]+)", text, re.M)
+    return m is None or bool(int(m.group(1), 8) & os.O_APPEND)
 
 
 _PTX_ENTRY = re.compile(r"\.entry\s+([\w$]+)")
@@ -240,26 +337,39 @@ RESERVED_PREFIXES = ("cupy_",)
 class OwnKernels:
     """The kernels a submission's graded calls may run. ``entries``: the exact (mangled) names
     of the kernels its ``.cu`` files compile to (PTX ``.entry``); ``templates``: the ``__global__``
-    names declared in its sources, which match only C++ template instantiations at global scope
+    names its sources define (with a body), which match only C++ template instantiations at global scope
     (a template instantiated from solution.py is not in kernel.cu's own PTX); ``fallback``: the
-    declared names, used only when no PTX could be compiled here; ``allowed``: the spec's
-    ``[features] allowed_kernels`` patterns."""
+    declared names, used only when no compiler could be loaded here at all (never for a file that
+    failed to compile), and then only for names at global scope; ``allowed``: the spec's
+    ``[features] allowed_kernels`` patterns. ``mangled``: identifiers the sources declare
+    ``extern "C"`` under a C++ mangled name (``_Z...``: a library kernel's exact name), which are
+    never own; ``uncompiled``: the ``.cu`` files that did not compile here, for messages."""
     entries: frozenset[str]
     templates: frozenset[str]
     fallback: frozenset[str] = frozenset()
     allowed: tuple[str, ...] = ()
+    mangled: frozenset[str] = frozenset()
+    uncompiled: tuple[str, ...] = ()
 
     @staticmethod
-    def of(sources: list[str], ptx: list[str], allowed: tuple[str, ...] = ()) -> "OwnKernels":
+    def of(sources: list[str], ptx: list[str], allowed: tuple[str, ...] = (), *, compiler: bool = True,
+           uncompiled: tuple[str, ...] = ()) -> "OwnKernels":
         """From the submission's CUDA sources (comments removed) and the PTX of its ``.cu`` files
-        ("" where a file did not compile)."""
-        from grader.kernel import kernel_names
+        ("" where a file did not compile); ``compiler``: whether a compiler could be loaded here
+        (without one, no PTX exists and the declared names stand in)."""
+        from grader.kernel import defined_kernel_names, kernel_names
 
         def mine(name: str) -> bool:
             return not base_name(name).startswith(RESERVED_PREFIXES)
-        declared = frozenset(n for text in sources for n in kernel_names(text) if n != "__launch_bounds__" and mine(n))
-        entries = frozenset(n for text in ptx for n in _PTX_ENTRY.findall(text) if mine(n))
-        return OwnKernels(entries, declared, frozenset() if ptx and all(ptx) else declared, tuple(allowed))
+        raw = {n for text in sources for n in kernel_names(text) if n != "__launch_bounds__"}
+        mangled = frozenset(n for n in raw if n.startswith("_Z"))   # a C++ declaration never spells its mangling
+        declared = frozenset(n for n in raw - mangled if mine(n))
+        entries = frozenset(n for text in ptx for n in _PTX_ENTRY.findall(text) if mine(n) and n not in mangled)
+        # a template instantiation is matched by name: only templates the sources define count (a
+        # declaration alone, say of cuBLAS's dot_kernel, defines nothing the submission wrote)
+        templates = frozenset(n for text in sources for n in defined_kernel_names(text)) & declared
+        return OwnKernels(entries, templates, frozenset() if compiler else declared, tuple(allowed), mangled,
+                          tuple(uncompiled))
 
     def names(self) -> list[str]:
         """Readable names of the submission's kernels, for messages."""
@@ -268,12 +378,23 @@ class OwnKernels:
     def owns(self, traced: str) -> bool:
         """Whether a traced kernel name is one of the submission's kernels (or allowed)."""
         from fnmatch import fnmatchcase
+        if traced in self.mangled:
+            return False
         if traced in self.entries or any(fnmatchcase(traced, p) for p in self.allowed):
             return True
         nested, name, template = _parse(traced)
-        if self.fallback and name in self.fallback:
+        if self.fallback and name in self.fallback and not nested:
             return True
         return traced.startswith("_Z") and not nested and template and name in self.templates
+
+    def why_not(self, traced: str) -> str:
+        """A hint for the message about a traced kernel that is not own ("" when there is none)."""
+        if traced in self.mangled:
+            return f'{base_name(traced)} is declared extern "C" under a mangled C++ name (a library kernel\'s exact name)'
+        if self.uncompiled and base_name(traced) in self.templates | self.fallback:
+            return (f"{', '.join(self.uncompiled)} did not compile here with the exercise's options, so its kernels "
+                    f"cannot be recognised (make it compile without extra options)")
+        return ""
 
 
 _SOURCE_NAME = re.compile(r"(\d+)")

@@ -191,6 +191,7 @@ class Worker:
         self.trace: kernel_trace.TraceFile | None = None
         self.kernel_check = "kernels not traced (host backend)" if config.backend != "cuda" else ""
         self.own_kernels_traced = 0   # kernels of the submission's own seen in graded requests
+        self._carried: list[str] = []  # names traced after an ungraded request's flush (see _foreign_kernels)
         watch.protect_parent()
         _watch_sigcont()
 
@@ -220,7 +221,7 @@ class Worker:
         if isinstance(tracer, kernel_trace.Tracer):
             self.trace = kernel_trace.TraceFile()
             env.update(self.trace.env(tracer))
-            pass_fds.append(self.trace.worker_fd)
+            pass_fds.extend(self.trace.pass_fds)
         elif tracer is not None:
             self.kernel_check = f"kernels not traced: {tracer}"
         if not self.config.trusted:
@@ -374,7 +375,7 @@ class Worker:
         try:
             self.sock.settimeout(timeout)
             protocol.send(self.sock, message)
-            over = self._wait_readable(t0 + timeout)
+            over = self._wait_readable(t0 + timeout, message.get("op") not in UNGRADED_OPS)
             if over is not None:
                 wall = time.perf_counter() - t0
                 self.kill()
@@ -413,10 +414,13 @@ class Worker:
         return Outcome(False, kind, str(reply.get("message", ""))[:2000], str(reply.get("detail", ""))[-4000:],
                        wall_s=wall)
 
-    def _wait_readable(self, deadline: float) -> tuple[str, str] | None:
+    def _wait_readable(self, deadline: float, graded: bool = True) -> tuple[str, str] | None:
         """Wait until a reply is readable (or the deadline passes: the caller's recv then times
-        out), sampling memory every WATCH_INTERVAL_S; (kind, message) when a cap is exceeded. Polls
-        without sleeping for the first SPIN_S."""
+        out), sampling memory every WATCH_INTERVAL_S, and in a ``graded`` request the GPU's
+        processes too (a process the submission starts for one call, uses the GPU in and ends
+        before the reply is seen only while it runs: a CUDA start-up alone takes longer than the
+        interval); (kind, message) when a cap is exceeded or such a process is seen. Polls without
+        sleeping for the first SPIN_S."""
         spin_end = min(deadline, time.perf_counter() + SPIN_S)
         while time.perf_counter() < spin_end:
             if select.select([self.sock], [], [], 0)[0]:
@@ -431,6 +435,9 @@ class Worker:
             over = self._memory_over_caps()
             if over is not None:
                 return over
+            alien = self._other_gpu_processes() if graded else ""
+            if alien:
+                return "foreign_kernel", alien
             if self.proc is None or self.proc.poll() is not None:
                 return None  # died: recv reports the crash
 
@@ -480,7 +487,12 @@ class Worker:
         names = self.trace.names()
         own = self.config.own_kernels
         if own is None or op in UNGRADED_OPS:
+            # kernels launched after the worker's flush ended the request are not the grader's
+            # start-up work: the next graded request answers for them (the tracer writes a name
+            # once between flushes, so a later launch of the same kernel may leave no line)
+            self._carried = list(self.trace.after_report)
             return ""
+        names, self._carried = self._carried + names, []
         if self.proc is not None:
             self.trace.check_descriptor(self.proc.pid)
         if not self.trace.reported and op != "time":   # the worker flushes before every reply but a timed round's
@@ -493,9 +505,10 @@ class Worker:
             return ""
         mine = ", ".join(own.names()) or "none found"
         shown = ", ".join(alien[:3]) + (f" and {len(alien) - 3} more" if len(alien) > 3 else "")
+        hints = "".join(f" ({h})" for h in dict.fromkeys(own.why_not(n) for n in alien[:3]) if h)
         return (f"{shown} ran during solve but {'is not a kernel' if len(alien) == 1 else 'are not kernels'} of "
-                f"the submission's own sources (its kernels: {mine}); a library's kernel (CuPy, torch, cuBLAS, "
-                f"Triton) does not count as your work: write the kernel yourself")
+                f"the submission's own sources (its kernels: {mine}){hints}; a library's kernel (CuPy, torch, "
+                f"cuBLAS, Triton) does not count as your work: write the kernel yourself")
 
     def _other_gpu_processes(self) -> str:
         """The message when a process the submission started (its descendant, or an orphan now

@@ -110,17 +110,19 @@ def gpu_processes() -> set[int] | None:
 
 
 def descends_from(pid: int, ancestor: int) -> bool:
-    """Whether ``ancestor`` is on ``pid``'s parent chain (``pid`` itself excluded)."""
-    for _ in range(64):
+    """Whether ``ancestor`` is on ``pid``'s parent chain (``pid`` itself excluded), at any depth
+    (a chain of any length is walked up to PID 1; a cycle, impossible in /proc, ends the walk)."""
+    seen = {pid}
+    while True:
         try:
             pid = int(_stat_fields(pid)[1])
         except (OSError, ValueError, IndexError):
             return False
         if pid == ancestor:
             return True
-        if pid <= 1:
+        if pid <= 1 or pid in seen:
             return False
-    return False
+        seen.add(pid)
 
 
 def mapped_libraries(pid: int) -> set[str]:
