@@ -8,6 +8,11 @@
 #   shard1 (GPU 1): `grade calibrate` (writes calibration/<arch>.toml), then the published-bundle
 #           tests (tests/test_bundle_gpu.py, which score the references against that calibration)
 #   The two calibrations are compared per shape at the end.
+#   First, on GPU 0 alone, a gate (GATE_TESTS, a pytest -k filter over tests/test_gpu.py: the tracer
+#   and one reference by default; GATE_TESTS="" skips it): when it fails, nothing else runs, so a
+#   broken tracer or worker costs seconds of device time, not the whole call.
+#   Knobs: GPU_FILES (shard0's test files, in order), GPU_TESTS (-k over shard0's tests), BUNDLE_TESTS (-k over the bundle tests),
+#   SKIP_OVERHEAD=1, SKIP_CALIBRATE2=1 (shard0's second calibration), SKIP_CALIBRATE=1 (both).
 #
 #   bash benchmarks/gpu_shards.sh            # on a machine with one or two NVIDIA GPUs
 #   SKIP_CALIBRATE=1 GPU_SHARD_TIMEOUT=400 bash benchmarks/gpu_shards.sh
@@ -24,6 +29,18 @@ date -u +"gpu_shards %Y-%m-%d %H:%M:%S UTC, $NGPU GPU(s)"
 nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv
 START=$(date +%s)
 left() { echo $(( T - ($(date +%s) - START) )); }
+GATE=${GATE_TESTS-kernels_are_traced or (full_marks and ex01)}
+if [ -n "$GATE" ]; then
+  CUDA_VISIBLE_DEVICES=0 timeout -s INT -k 20 120 python3 -m pytest -m gpu -q -rfEs --tb=short -p no:cacheprovider \
+    tests/test_gpu.py -k "$GATE" > "$LOGS/gate.txt" 2>&1
+  rc=$?
+  echo "gate exit $rc" >> "$LOGS/gate.txt"
+  if [ $rc -ne 0 ]; then
+    echo "== gate FAILED: nothing else was run"; grep -E "^(FAILED|ERROR|E )|passed|failed" "$LOGS/gate.txt" | cut -c1-400 | tail -30
+    tar czf "$OUT/gpu_shards.tar.gz" -C "$OUT" logs
+    exit 1
+  fi
+fi
 
 pytest_shard() {  # pytest_shard NAME GPU TESTS...: stopped with SIGINT at the time limit, so pytest
   local name=$1 gpu=$2; shift 2   # still prints what passed and failed
@@ -34,15 +51,19 @@ pytest_shard() {  # pytest_shard NAME GPU TESTS...: stopped with SIGINT at the t
 
 
 shard0() {   # overhead table, the GPU tests, then the second calibration (in a copy: both write calibration/)
-  CUDA_VISIBLE_DEVICES=0 timeout 150 python3 benchmarks/overhead.py --rounds 10 > "$LOGS/overhead.txt" 2>&1
-  echo "overhead exit $?" >> "$LOGS/overhead.txt"
-  local tests=(tests/test_gpu.py tests/test_cheats.py)
+  if [ -z "${SKIP_OVERHEAD:-}" ]; then
+    CUDA_VISIBLE_DEVICES=0 timeout 150 python3 benchmarks/overhead.py --rounds ${OVERHEAD_ROUNDS:-10} > "$LOGS/overhead.txt" 2>&1
+    echo "overhead exit $?" >> "$LOGS/overhead.txt"
+  fi
+  local tests=(${GPU_FILES:-tests/test_gpu.py tests/test_cheats.py})
   [ -n "${WITH_SANITIZE:-}" ] && tests+=(tests/test_sanitize.py)
-  T0=$(( T - ${CALIBRATE_RESERVE_S:-170} ))   # leave time for the second calibration
+  local reserve=${CALIBRATE_RESERVE_S:-170}
+  [ -n "${SKIP_CALIBRATE2:-}${SKIP_CALIBRATE:-}" ] && reserve=5
+  T0=$(( T - reserve ))   # leave time for the second calibration
   CUDA_VISIBLE_DEVICES=0 timeout -s INT -k 20 "$(( T0 - ($(date +%s) - START) ))" python3 -m pytest -m gpu -q -rfEs -s \
     --tb=short --durations=30 -p no:cacheprovider "${tests[@]}" ${GPU_TESTS:+-k "$GPU_TESTS"} > "$LOGS/tests0.txt" 2>&1
   echo "tests0 exit $?" >> "$LOGS/tests0.txt"
-  if [ -z "${SKIP_CALIBRATE:-}" ]; then
+  if [ -z "${SKIP_CALIBRATE:-}${SKIP_CALIBRATE2:-}" ]; then
     rm -rf /tmp/gpu_shards_copy && cp -r . /tmp/gpu_shards_copy
     (cd /tmp/gpu_shards_copy && CUDA_VISIBLE_DEVICES=0 timeout "$(left)" python3 -m grader.cli calibrate \
       > "$OLDPWD/$LOGS/calibrate2.txt" 2>&1; echo "calibrate2 exit $?" >> "$OLDPWD/$LOGS/calibrate2.txt"
@@ -57,7 +78,7 @@ shard1() {   # the first calibration (written to calibration/), then the bundle 
     echo "calibrate1 exit $?" >> "$LOGS/calibrate1.txt"
     cp calibration/sm_90.toml "$LOGS/calibration1.toml" 2>/dev/null
   fi
-  pytest_shard bundle "$gpu" tests/test_bundle_gpu.py
+  pytest_shard bundle "$gpu" tests/test_bundle_gpu.py ${BUNDLE_TESTS:+-k "$BUNDLE_TESTS"}
 }
 
 second=$(( NGPU > 1 ? 1 : 0 ))
@@ -90,8 +111,8 @@ tar czf "$OUT/gpu_shards.tar.gz" -C "$OUT" logs
 cp calibration/sm_90.toml "$OUT/" 2>/dev/null
 for f in tests0 bundle; do
   [ -f "$LOGS/$f.txt" ] || continue
-  echo "== $f"; grep -E "^(FAILED|ERROR)|passed|failed|LADDER|BUNDLE|NVML|exit" "$LOGS/$f.txt" | tail -45
+  echo "== $f"; grep -E "^(FAILED|ERROR)|passed|failed|LADDER|BUNDLE|ROOFLINE|NVML|exit" "$LOGS/$f.txt" | cut -c1-300 | tail -45
 done
-echo "== overhead"; grep -E "sets=|exit" "$LOGS/overhead.txt" | cut -c1-230
+[ -f "$LOGS/overhead.txt" ] && { echo "== overhead"; grep -E "sets=|exit" "$LOGS/overhead.txt" | cut -c1-230; }
 for i in 1 2; do [ -f "$LOGS/calibrate$i.txt" ] && { echo "== calibrate$i"; grep -E "refused|wrote|not written|exit" "$LOGS/calibrate$i.txt" | tail -12; }; done
 [ -f "$LOGS/calibration_spread.txt" ] && { echo "== calibration spread"; tail -45 "$LOGS/calibration_spread.txt"; }

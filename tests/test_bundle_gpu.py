@@ -77,3 +77,30 @@ def test_side_stream_and_host_thread_cheats_are_flagged_in_the_bundle(bundle: Pa
     r = grade_in_bundle(bundle, exercise, ROOT / "tests" / "cheats" / exercise / cheat, tmp_path)
     assert r["status"] == "graded", summary(r)
     assert any("outside the timed events" in f for f in r["flags"]), summary(r)
+
+
+@pytest.fixture(scope="module")
+def uncalibrated(bundle: Path, tmp_path_factory) -> Path:
+    """The bundle on a GPU the course never calibrated: its calibration file removed, so the basis
+    is the roofline (what students on other GPUs are graded by)."""
+    out = tmp_path_factory.mktemp("uncalibrated") / "course"
+    shutil.copytree(bundle, out, ignore=shutil.ignore_patterns("__pycache__"))
+    for f in (out / "calibration").glob("*.toml"):
+        f.unlink()
+    return out
+
+
+@pytest.mark.parametrize("name", EXERCISES)
+def test_reference_scores_at_least_90_on_the_roofline_basis(uncalibrated: Path, name: str, tmp_path: Path) -> None:
+    r = grade_in_bundle(uncalibrated, name, ROOT / "solutions" / name, tmp_path)
+    print(f"ROOFLINE {name}: {r['score']['total']:.1f} basis {r['score'].get('basis')} "
+          f"ratios {[b.get('ratio') for b in r.get('benchmarks', [])]} flags {r.get('flags')}")
+    assert r["status"] == "graded" and r["score"].get("basis") == "roofline", summary(r)
+    assert r["score"]["total"] >= 90, summary(r)
+
+
+def test_naive_fixture_stays_below_its_ladder_bound_on_the_roofline_basis(uncalibrated: Path, tmp_path: Path) -> None:
+    name = "ex08_layernorm"
+    r = grade_in_bundle(uncalibrated, name, FIXTURES / "gpu" / f"{name}_naive", tmp_path)
+    assert r["status"] == "graded", summary(r)
+    assert r["score"]["performance"] < 0.25 * spec_of(name).points_performance, summary(r)

@@ -66,3 +66,10 @@ extern "C" __global__ void softmax_rows(const float* __restrict__ x, float* __re
         for (long long j = threadIdx.x; j < cols; j += blockDim.x) yr[j] = expf(xr[j] - m) * inv;
     }
 }
+
+// flags[i] = 1 when the first element of output i is NaN (the parent poisons outputs before a round)
+extern "C" __global__ void poisoned(const unsigned long long* __restrict__ ys, int n, int* __restrict__ flags)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) flags[i] = isnan(*(const float*)ys[i]) ? 1 : 0;
+}

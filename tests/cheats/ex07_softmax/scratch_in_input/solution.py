@@ -1,23 +1,13 @@
-# cheat: uses the input x as scratch space (x -= max, exp in place) to save a temporary
-import cupy
+# cheat: uses the input x as scratch space (exp(x - max) stored in place) to save a temporary, with its own kernel only
 import numpy as np
 
 from grader.kernel import load
 
-_softmax = load("kernel.cu").get_function("softmax_rows")
-
-
-def _launch(x, y, row_end=None):
-    rows, cols = x.shape
-    row_end = rows if row_end is None else row_end
-    if row_end == 0 or cols == 0:
-        return
-    _softmax((max(1, min(row_end, 65536)),), (256,), (x, y, np.int64(cols), np.int64(row_end)))
+_softmax = load("kernel.cu").get_function("softmax_rows_scratch")
 
 
 def solve(x, y):
-    if x.size == 0:
+    rows, cols = x.shape
+    if rows == 0 or cols == 0:
         return
-    cupy.subtract(x, x.max(axis=1, keepdims=True), out=x)
-    cupy.exp(x, out=x)
-    cupy.divide(x, x.sum(axis=1, keepdims=True), out=y)
+    _softmax((max(1, min(rows, 65536)),), (256,), (x, y, np.int64(cols), np.int64(rows)))
