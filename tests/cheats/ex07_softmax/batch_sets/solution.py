@@ -1,4 +1,4 @@
-# cheat: remembers the input sets of a round's buffers; each timed call computes every remembered set still poisoned, so later calls of a round find theirs done (own kernels only)
+# cheat: remembers the input sets of the round's mapped allocation; each timed call computes every remembered set whose output is still poisoned, so later calls of a round would find theirs done (own kernels only)
 import cupy
 import numpy as np
 

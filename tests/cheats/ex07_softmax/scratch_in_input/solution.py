@@ -1,4 +1,4 @@
-# cheat: uses the input x as scratch space (exp(x - max) stored in place) to save a temporary, with its own kernel only
+# cheat: uses the input x as scratch space (exp(x - max) stored in place by its own kernel) to save a temporary
 import numpy as np
 
 from grader.kernel import load
