@@ -11,7 +11,8 @@
 #   First, on GPU 0 alone, a gate (GATE_TESTS, a pytest -k filter over tests/test_gpu.py: the tracer
 #   and one reference by default; GATE_TESTS="" skips it): when it fails, nothing else runs, so a
 #   broken tracer or worker costs seconds of device time, not the whole call.
-#   Knobs: GPU_FILES (shard0's test files, in order), GPU_TESTS (-k over shard0's tests), BUNDLE_TESTS (-k over the bundle tests),
+#   Knobs: GPU_FILES (shard0's test files, in order), GPU_TESTS (-k over shard0's tests),
+#   SHARD1_FILES (shard1's test files after its calibration; default the bundle tests), BUNDLE_TESTS (-k over the bundle tests),
 #   SKIP_OVERHEAD=1, SKIP_CALIBRATE2=1 (shard0's second calibration), SKIP_CALIBRATE=1 (both).
 #
 #   bash benchmarks/gpu_shards.sh            # on a machine with one or two NVIDIA GPUs
@@ -44,7 +45,7 @@ fi
 
 pytest_shard() {  # pytest_shard NAME GPU TESTS...: stopped with SIGINT at the time limit, so pytest
   local name=$1 gpu=$2; shift 2   # still prints what passed and failed
-  CUDA_VISIBLE_DEVICES=$gpu timeout -s INT -k 20 "$(left)" python3 -m pytest -m gpu -q -rfEs -s --tb=short \
+  CUDA_VISIBLE_DEVICES=$gpu timeout -s INT -k 20 "$(left)" python3 -m pytest -m gpu -q -rA -s --tb=short \
     --durations=30 -p no:cacheprovider "$@" > "$LOGS/$name.txt" 2>&1
   echo "$name exit $?" >> "$LOGS/$name.txt"
 }
@@ -60,7 +61,7 @@ shard0() {   # overhead table, the GPU tests, then the second calibration (in a 
   local reserve=${CALIBRATE_RESERVE_S:-170}
   [ -n "${SKIP_CALIBRATE2:-}${SKIP_CALIBRATE:-}" ] && reserve=5
   T0=$(( T - reserve ))   # leave time for the second calibration
-  CUDA_VISIBLE_DEVICES=0 timeout -s INT -k 20 "$(( T0 - ($(date +%s) - START) ))" python3 -m pytest -m gpu -q -rfEs -s \
+  CUDA_VISIBLE_DEVICES=0 timeout -s INT -k 20 "$(( T0 - ($(date +%s) - START) ))" python3 -m pytest -m gpu -q -rA -s \
     --tb=short --durations=30 -p no:cacheprovider "${tests[@]}" ${GPU_TESTS:+-k "$GPU_TESTS"} > "$LOGS/tests0.txt" 2>&1
   echo "tests0 exit $?" >> "$LOGS/tests0.txt"
   if [ -z "${SKIP_CALIBRATE:-}${SKIP_CALIBRATE2:-}" ]; then
@@ -78,7 +79,7 @@ shard1() {   # the first calibration (written to calibration/), then the bundle 
     echo "calibrate1 exit $?" >> "$LOGS/calibrate1.txt"
     cp calibration/sm_90.toml "$LOGS/calibration1.toml" 2>/dev/null
   fi
-  pytest_shard bundle "$gpu" tests/test_bundle_gpu.py ${BUNDLE_TESTS:+-k "$BUNDLE_TESTS"}
+  pytest_shard bundle "$gpu" ${SHARD1_FILES:-tests/test_bundle_gpu.py} ${BUNDLE_TESTS:+-k "$BUNDLE_TESTS"}
 }
 
 second=$(( NGPU > 1 ? 1 : 0 ))
@@ -112,6 +113,7 @@ cp calibration/sm_90.toml "$OUT/" 2>/dev/null
 for f in tests0 bundle; do
   [ -f "$LOGS/$f.txt" ] || continue
   echo "== $f"; grep -E "^(FAILED|ERROR)|passed|failed|LADDER|BUNDLE|ROOFLINE|NVML|exit" "$LOGS/$f.txt" | cut -c1-300 | tail -45
+  echo "   passed: $(grep -c '^PASSED' "$LOGS/$f.txt"), e.g. $(grep '^PASSED' "$LOGS/$f.txt" | head -3 | cut -c8-90 | tr '\n' ' ')"
 done
 [ -f "$LOGS/overhead.txt" ] && { echo "== overhead"; grep -E "sets=|exit" "$LOGS/overhead.txt" | cut -c1-230; }
 for i in 1 2; do [ -f "$LOGS/calibrate$i.txt" ] && { echo "== calibrate$i"; grep -E "refused|wrote|not written|exit" "$LOGS/calibrate$i.txt" | tail -12; }; done
