@@ -91,22 +91,7 @@ fi
 [ "${ONLY_SHARD:-}" != 1 ] && shard0
 wait
 if [ -f "$LOGS/calibration1.toml" ] && [ -f "$LOGS/calibration2.toml" ]; then
-  python3 - "$LOGS/calibration1.toml" "$LOGS/calibration2.toml" > "$LOGS/calibration_spread.txt" 2>&1 <<'EOF2'
-import sys, tomllib
-a, b = (tomllib.load(open(p, "rb")) for p in sys.argv[1:3])
-worst = 0.0
-for ex, shapes in sorted(b.items()):
-    if ex == "meta" or not isinstance(shapes, dict):
-        continue
-    for shape, v in sorted(shapes.items()):
-        if not isinstance(v, dict) or "median_ms" not in v:
-            continue
-        old = a.get(ex, {}).get(shape, {}).get("median_ms")
-        d = abs(v["median_ms"] / old - 1) if old else float("nan")
-        worst = max(worst, d) if d == d else worst
-        print(f"{ex:24s} {shape:28s} {old or float('nan'):10.4f} {v['median_ms']:10.4f} ms  {d:6.2%}")
-print(f"largest difference between the two calibrations: {worst:.2%}")
-EOF2
+  python3 benchmarks/compare_calibrations.py "$LOGS/calibration1.toml" "$LOGS/calibration2.toml" > "$LOGS/calibration_spread.txt" 2>&1
 fi
 tar czf "$OUT/gpu_shards.tar.gz" -C "$OUT" logs
 cp calibration/sm_90.toml "$OUT/" 2>/dev/null

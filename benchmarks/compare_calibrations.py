@@ -1,0 +1,39 @@
+#!/usr/bin/env python3
+"""Per-shape spread between two calibration files (``grade calibrate`` output), largest last.
+
+    python3 benchmarks/compare_calibrations.py A.toml B.toml [--within 0.02]
+
+Prints one row per shape present in both (median ms of each, relative difference) and how many
+agree within ``--within``; exit status 1 when any shape differs by more.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import tomllib
+
+
+def medians(path: str) -> dict[tuple[str, str], float]:
+    data = tomllib.loads(open(path, encoding="utf-8").read())
+    return {(ex, shape): float(v["median_ms"]) for ex, shapes in data.items() if ex != "meta" and isinstance(shapes, dict)
+            for shape, v in shapes.items() if isinstance(v, dict) and "median_ms" in v}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("a")
+    ap.add_argument("b")
+    ap.add_argument("--within", type=float, default=0.02, help="relative difference allowed (default 0.02)")
+    args = ap.parse_args()
+    a, b = medians(args.a), medians(args.b)
+    rows = sorted(((abs(b[k] / a[k] - 1), k) for k in a.keys() & b.keys()), key=lambda r: r[0])
+    for d, (ex, shape) in rows:
+        print(f"{ex:24s} {shape:28s} {a[(ex, shape)]:10.4f} {b[(ex, shape)]:10.4f} ms  {d:6.2%}")
+    ok = sum(d <= args.within for d, _ in rows)
+    print(f"{ok} of {len(rows)} shapes within {args.within:.0%}; largest difference "
+          f"{max((d for d, _ in rows), default=0.0):.2%}")
+    return 0 if ok == len(rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
