@@ -10,6 +10,7 @@
 set -u
 OUT=${OUT:-out}
 mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)   # absolute: the calibrations run in copies of the repository
 R=$PWD
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 COLUMNS=160
 T=${AGREE_TIMEOUT:-330}
@@ -20,9 +21,9 @@ nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm,tempera
 
 calibrate() {   # calibrate GPU DIR NAME
   rm -rf "$2" && cp -r "$R" "$2"
-  (cd "$2" && CUDA_VISIBLE_DEVICES=$1 timeout "$T" python3 -m grader.cli calibrate > "$R/$OUT/calibrate_$3.txt" 2>&1
-   echo "calibrate exit $?" >> "$R/$OUT/calibrate_$3.txt"
-   cp calibration/sm_90.toml "$R/$OUT/calibration_$3.toml")
+  (cd "$2" && CUDA_VISIBLE_DEVICES=$1 timeout "$T" python3 -m grader.cli calibrate > "$OUT/calibrate_$3.txt" 2>&1
+   echo "calibrate exit $?" >> "$OUT/calibrate_$3.txt"
+   cp calibration/sm_90.toml "$OUT/calibration_$3.toml")
 }
 calibrate 0 /tmp/agree_gpu0 gpu0 &
 p0=$!
