@@ -111,7 +111,7 @@ def test_declared_names_ignore_commented_out_declarations():
         frozenset({"block_sum", "tile"})
 
 
-class Tracer:
+class SignedLines:
     """Writes lines as the tracer does (kernel_trace.c): every line chained into the MAC, S lines
     carrying it."""
 
@@ -137,7 +137,7 @@ def test_siphash_matches_the_reference_test_vector():
 
 def test_trace_file_reads_new_complete_lines_and_notices_truncation():
     f = kt.TraceFile()
-    t = Tracer(f)
+    t = SignedLines(f)
     try:
         env = f.env(kt.Tracer(kt.Path("/x/lib.so"), ()))
         assert env[kt.FD_VAR] == str(f.worker_fd) and env[kt.KEY_FD_VAR] == str(f.key_fd)
@@ -170,7 +170,7 @@ def test_trace_file_reads_new_complete_lines_and_notices_truncation():
 def test_gaps_forgeries_and_tracer_reports_are_tampering(lines, what):
     f = kt.TraceFile()
     try:
-        Tracer(f).write(b"R CUPTI 130001", *lines)
+        SignedLines(f).write(b"R CUPTI 130001", *lines)
         f.names()
         assert "tampered with inside the worker" in f.error and what in f.error
     finally:
@@ -184,7 +184,7 @@ def test_lines_the_worker_writes_rewrites_or_removes_break_the_mac():
     def check(mutate) -> str:
         f = kt.TraceFile()
         try:
-            t = Tracer(f)
+            t = SignedLines(f)
             os.write(f.worker_fd, mutate(t))
             f.names()
             return f.error
@@ -201,7 +201,7 @@ def test_lines_the_worker_writes_rewrites_or_removes_break_the_mac():
                      + b"K 2 block_sum\n" + t.lines(b"S 2"))
     assert "MAC" in absorbed or "does not write" in absorbed
 
-    def replay(t: Tracer) -> bytes:
+    def replay(t: SignedLines) -> bytes:
         first = t.lines(b"R CUPTI 130001", b"K 1 zero", b"S 1")
         return first + first.splitlines(keepends=True)[-1]   # the same S line again: the flush patched out
     assert "MAC" in check(replay)
@@ -233,7 +233,7 @@ def test_the_trace_descriptor_is_checked_from_outside_the_worker(how, what):
 def test_a_tracer_that_could_not_start_says_why():
     f = kt.TraceFile()
     try:
-        Tracer(f).write(b"E CUPTI_ERROR_INSUFFICIENT_PRIVILEGES")
+        SignedLines(f).write(b"E CUPTI_ERROR_INSUFFICIENT_PRIVILEGES")
         f.names()
         assert f.status == "" and "did not start: CUPTI_ERROR_INSUFFICIENT_PRIVILEGES" in f.error
     finally:
