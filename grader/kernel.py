@@ -95,22 +95,34 @@ def load(path: str | Path = "kernel.cu", *, options: tuple[str, ...] = ()) -> An
 
     Args:
         path: the ``.cu`` file; relative paths are resolved against the calling file's folder.
-        options: extra NVRTC options, appended to the exercise's.
+        options: extra NVRTC options, appended to the exercise's. A file compiled with extra
+            options is a module the grader did not compile before the submission ran, so in a
+            graded worker its kernels are not recognised as the submission's own (the
+            own-kernels check refuses them): grading uses the exercise's options only.
 
     Raises:
         FileNotFoundError: the file does not exist.
         CompileError: NVRTC reported errors (lines as ``kernel.cu:LINE: error: message``).
     """
-    import cupy
-
     p = Path(path)
     if not p.is_absolute():
         caller = Path(inspect.stack()[1].filename).resolve().parent
         p = caller / p
+    p = p.resolve()
     if not p.is_file():
         raise FileNotFoundError(f"{p}: no such kernel file")
+    module = _compiled(p, tuple(_options) + tuple(options))
+    if not any(m is module for _, m in loaded):
+        loaded.append((p, module))
+    return module
+
+
+def _compiled(p: Path, opts: tuple[str, ...]) -> Any:
+    """``p`` compiled with ``opts`` and loaded on the current device, once per (path, source,
+    options). Raises :class:`CompileError`."""
+    import cupy
+
     source = p.read_text()
-    opts = tuple(_options) + tuple(options)
     key = (str(p), source, opts)
     if key in _cache:
         return _cache[key]
@@ -121,8 +133,26 @@ def load(path: str | Path = "kernel.cu", *, options: tuple[str, ...] = ()) -> An
         log = str(exc)
         raise CompileError(p.name, parse_compiler_log(log, p.name), log) from None
     _cache[key] = module
-    loaded.append((p, module))
     return module
+
+
+def preload(folder: Path) -> list[str]:
+    """Compile and load every ``.cu`` file under ``folder`` with the exercise's options, as
+    :func:`load` would (a later ``load`` of the same file returns the same module). The worker
+    calls this before any submission code runs, inside the kernel tracer's own window: these
+    modules are the submission's own (see ``grader/sandbox/kernel_trace.c``). Files that do not
+    compile are skipped (``load`` reports their errors). Returns the files loaded, relative to
+    ``folder``."""
+    done = []
+    for p in sorted(folder.rglob("*.cu")):
+        if not p.is_file():
+            continue
+        try:
+            _compiled(p.resolve(), tuple(_options))
+        except (CompileError, OSError, UnicodeDecodeError):
+            continue
+        done.append(str(p.relative_to(folder)))
+    return done
 
 
 def resources(path: Path, module: Any) -> list[KernelResources]:

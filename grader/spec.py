@@ -208,7 +208,7 @@ class Spec:
     declared_hidden: tuple[int, int] = (0, 0)  # hidden (cases, benchmarks) removed by `grade publish`
     required_ptx: tuple[str, ...] = ()      # regexes the PTX of kernel.cu must match (e.g. mma)
     forbidden_libraries: tuple[str, ...] = ()  # shared libraries the worker must not load (e.g. libcublas)
-    allowed_kernels: tuple[str, ...] = ()   # fnmatch patterns: kernels not of kernel.cu a graded call may run
+    allowed_kernels: tuple[str, ...] = ()   # fnmatch patterns: kernels not of kernel.cu (or traced copies) a graded call may run
 
     @property
     def arg_order(self) -> tuple[str, ...]:
@@ -377,9 +377,10 @@ class _Parser:
                                'give names like "libcublas" (matched against the file names of mapped libraries)')
         allowed_kernels = self.str_list(feats, "features", "allowed_kernels")
         for pattern in allowed_kernels:
-            if not re.fullmatch(r"[A-Za-z0-9_*?]+", pattern):
+            if not re.fullmatch(r"[A-Za-z0-9_*?]+|<(memcpy|stream-memory-op):[A-Za-z0-9_*?]+>", pattern):
                 raise self.err("features", f"allowed_kernels entry {pattern!r} is not a kernel name pattern",
-                               'give kernel names, * for any characters (e.g. "cupy_copy*")')
+                               'give kernel names, * for any characters (e.g. "cupy_copy*"), or a traced copy '
+                               'as "<memcpy:FUNCTION>" (e.g. "<memcpy:cudaMemcpyAsync*>")')
         for pattern in required + forbidden + required_ptx:
             try:
                 re.compile(pattern)

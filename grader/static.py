@@ -9,6 +9,7 @@ import ast
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -193,15 +194,17 @@ def compile_with_nvcc(source: Path, arch: str, options: tuple[str, ...] = ()) ->
     return problems, _parse_ptxas(log)
 
 
-_PTX_CACHE: dict[tuple[str, tuple[str, ...], str], str | None] = {}
+_PTX_CACHE: dict[tuple[str, str, tuple[str, ...], str], str | None] = {}
 
 
 def ptx_of(source: Path, options: tuple[str, ...], arch: str) -> str | None:
-    """The PTX of ``source`` for ``arch`` (e.g. "sm_90"), compiled with NVRTC as grading does, else
+    """The PTX of ``source`` for ``arch`` (e.g. "sm_90"), with line information (``.file``/``.loc``
+    naming absolute paths), compiled with NVRTC as grading does, else
     with nvcc when NVRTC cannot be loaded here; None when neither is available or the source does
     not compile (the compile error is reported elsewhere). The last few are remembered per source
-    text (the own-kernels check and ``required_ptx`` both ask)."""
-    key = (source.read_text(encoding="utf-8", errors="replace"), tuple(options), arch)
+    path and text (the own-kernels check and ``required_ptx`` both ask; the line information names
+    the path)."""
+    key = (str(source.resolve()), source.read_text(encoding="utf-8", errors="replace"), tuple(options), arch)
     if key not in _PTX_CACHE:
         if len(_PTX_CACHE) >= 8:   # a batch grades many submissions: keep the last few
             _PTX_CACHE.pop(next(iter(_PTX_CACHE)))
@@ -215,9 +218,11 @@ def _compile_ptx(source: Path, options: tuple[str, ...], arch: str) -> str | Non
     if nvrtc_unavailable() is None:
         try:
             nvrtc = _nvrtc()
-            prog = nvrtc.createProgram(source.read_text(encoding="utf-8"), source.name, [], [])
+            # named by its absolute path: its own includes resolve beside it, and the line
+            # information (-lineinfo, for OwnKernels) names the files each kernel's code comes from
+            prog = nvrtc.createProgram(source.read_text(encoding="utf-8"), str(source.resolve()), [], [])
             try:
-                nvrtc.compileProgram(prog, grading_options(options, virtual))
+                nvrtc.compileProgram(prog, [*grading_options(options, virtual), "-lineinfo"])
                 ptx = nvrtc.getPTX(prog)
                 return ptx.decode(errors="replace") if isinstance(ptx, bytes) else ptx
             finally:
@@ -229,7 +234,7 @@ def _compile_ptx(source: Path, options: tuple[str, ...], arch: str) -> str | Non
         return None
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "k.ptx"
-        proc = subprocess.run([nvcc, f"-arch={virtual}", "-ptx", *opts, "-o", str(out), str(source)],
+        proc = subprocess.run([nvcc, f"-arch={virtual}", "-ptx", "-lineinfo", *opts, "-o", str(out), str(source.resolve())],
                               capture_output=True, text=True, errors="replace", timeout=300)
         return out.read_text() if proc.returncode == 0 and out.is_file() else None
 
@@ -268,7 +273,11 @@ def check_solution_py(path: Path, nargs: int) -> list[str]:
                  else [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else [])
         for name in names:
             top = name.split(".")[0]
-            if importlib.util.find_spec(top) is None:
+            try:
+                missing = top not in sys.modules and importlib.util.find_spec(top) is None
+            except (ValueError, ImportError):   # a module without a spec (__main__): it is there
+                missing = False
+            if missing:
                 problems.append(f"solution.py:{node.lineno}: imports {name!r}, which is not installed here")
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name == "solve":

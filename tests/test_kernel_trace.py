@@ -39,12 +39,18 @@ PTX = """
 """
 
 
+def foreign_names(traced: list[str], own: kt.OwnKernels, own_module: bool = True) -> list[str]:
+    """The names :func:`kt.foreign` refuses among ``traced``, all launched from an own module (or
+    all from another one)."""
+    return [x.name for x in kt.foreign([kt.Launch(n, own_module) for n in traced], own)]
+
+
 def test_foreign_names_library_kernels_and_honours_allowed_patterns():
     own = kt.OwnKernels.of(["extern \"C\" __global__ void block_sum(float* x) {}"], [PTX])
     traced = ["block_sum", "store", "cupy_sum", "block_sum", "cupy_copy__float16_float16"]
-    assert kt.foreign(traced, own) == ["cupy_sum", "cupy_copy__float16_float16"]
+    assert foreign_names(traced, own) == ["cupy_sum", "cupy_copy__float16_float16"]
     allowing = kt.OwnKernels.of([], [PTX], ("cupy_copy__float16_float16",))
-    assert kt.foreign(traced, allowing) == ["cupy_sum"]
+    assert foreign_names(traced, allowing) == ["cupy_sum"]
     assert own.names() == ["block_sum", "store", "tile"]
 
 
@@ -58,25 +64,25 @@ def test_library_namesakes_are_not_own_kernels():
     torch = "_ZN2at6native43_GLOBAL__N__b6de9c8c_10_SoftMax_cu_9f978f6320softmax_warp_forwardIfffLi10ELb0ELb0EEEvPT0_PKT_iiiPKbib"
     cunn = "_ZN2at6native19cunn_SoftMaxForwardILi4EfffEEvPT1_PKT0_l"
     assert kt.base_name(torch) == "softmax_warp_forward"       # the same unqualified name...
-    assert kt.foreign([torch, cunn], own) == [torch, cunn]     # ...but namespaced: not kernel.cu's
-    assert kt.foreign(["cupy_add__float32_float32_float32"], own) == ["cupy_add__float32_float32_float32"]  # reserved
-    assert kt.foreign(["_Z20softmax_warp_forwardILi4EEvPf", "_Z4tileILi4EEvPf"], own) == []   # global templates
+    assert foreign_names([torch, cunn], own) == [torch, cunn]     # ...but namespaced: not kernel.cu's
+    assert foreign_names(["cupy_add__float32_float32_float32"], own) == ["cupy_add__float32_float32_float32"]  # reserved
+    assert foreign_names(["_Z20softmax_warp_forwardILi4EEvPf", "_Z4tileILi4EEvPf"], own) == []   # global templates
 
 
 def test_declared_names_stand_in_only_when_no_compiler_could_be_loaded():
     header = "__global__ void helper_kernel(float* x) {}"      # in a header nobody compiles
     compiled = kt.OwnKernels.of([header], [PTX])
-    assert kt.foreign(["helper_kernel"], compiled) == ["helper_kernel"]
+    assert foreign_names(["helper_kernel"], compiled) == ["helper_kernel"]
     # a .cu file that failed to compile here contributes no names (an #error unless solve's own
     # options are given must not turn the check into a name match)
     failed = kt.OwnKernels.of([header], [PTX, ""], uncompiled=("extra.cu",))
-    assert kt.foreign(["helper_kernel"], failed) == ["helper_kernel"]
-    assert "extra.cu did not compile here" in failed.why_not("helper_kernel")
+    assert foreign_names(["helper_kernel"], failed) == ["helper_kernel"]
+    assert "extra.cu did not compile here" in failed.why_not(kt.Launch("helper_kernel", True))
     no_compiler = kt.OwnKernels.of([header], [], compiler=False)
-    assert kt.foreign(["helper_kernel", "_Z13helper_kernelPf"], no_compiler) == []
+    assert foreign_names(["helper_kernel", "_Z13helper_kernelPf"], no_compiler) == []
     # even then, a namespaced name with the same unqualified name is not the submission's
     torch = "_ZN2at6native13helper_kernelILi4EEEvPf"
-    assert kt.foreign([torch], no_compiler) == [torch]
+    assert foreign_names([torch], no_compiler) == [torch]
 
 
 def test_template_instantiations_match_only_templates_the_sources_define():
@@ -86,7 +92,7 @@ def test_template_instantiations_match_only_templates_the_sources_define():
               "template <int B> __global__ void tile(float* x) { }\n")
     own = kt.OwnKernels.of([source], [PTX])
     dot = "_Z10dot_kernelIfLi128ELi0E15cublasDotParamsI16cublasGemvTensorIKfE30cublasGemvTensorStridedBatchedIfEEEvT2_"
-    assert kt.foreign([dot, "_Z4tileILi4EEvPf"], own) == [dot]
+    assert foreign_names([dot, "_Z4tileILi4EEvPf"], own) == [dot]
 
 
 def test_extern_c_identifiers_spelling_a_mangled_name_are_never_own():
@@ -96,8 +102,8 @@ def test_extern_c_identifiers_spelling_a_mangled_name_are_never_own():
     source = f'extern "C" __global__ void {torch_add}(int n) {{}}\nextern "C" __global__ void add(float* x) {{}}'
     ptx = f".visible .entry {torch_add}(\n.visible .entry add(\n"
     own = kt.OwnKernels.of([source], [ptx])
-    assert kt.foreign([torch_add, "add"], own) == [torch_add]
-    assert "mangled" in own.why_not(torch_add)
+    assert foreign_names([torch_add, "add"], own) == [torch_add]
+    assert "mangled" in own.why_not(kt.Launch(torch_add, True))
 
 
 def test_declared_names_ignore_commented_out_declarations():
@@ -109,6 +115,67 @@ def test_declared_names_ignore_commented_out_declarations():
     '''
     assert kt.OwnKernels.of([_strip_comments(source, "kernel.cu")], [""], compiler=False).fallback == \
         frozenset({"block_sum", "tile"})
+
+
+LOC_PTX = """
+.file 1 "/sub/kernel.cu"
+.file 2 "/usr/local/cuda/include/cub/device/dispatch/kernels/reduce.cuh"
+.file 3 "/sub/helpers.cuh"
+.extern .func vprintf(
+.visible .entry block_sum(
+{
+.loc 1 4 5
+ret;
+}
+.visible .entry _ZN3cub18DeviceReduceKernelEv(
+{
+.loc 2 120 3
+ret;
+}
+.visible .entry from_helper(
+{
+.loc 2 10 1
+.loc 3 7 2, function_name $L__info_string0, inlined_at 2 11 1
+ret;
+}
+.func helper(
+{
+.loc 1 9 1
+ret;
+}
+"""
+
+
+def test_entries_count_only_when_their_code_comes_from_the_submission_files():
+    """The .loc rule: a kernel instantiated from an included library header (CUB's reduction,
+    compiled under CuPy's own names) is not the submission's; one with a line of its files is."""
+    assert kt.entries_from(LOC_PTX, kt.Path("/sub")) == {"block_sum", "from_helper"}
+    assert kt.entries_from(LOC_PTX, None) == {"block_sum", "_ZN3cub18DeviceReduceKernelEv", "from_helper"}
+    assert kt.entries_from(PTX, kt.Path("/sub")) == {"block_sum", "store", "_Z4tileILi4EEvPf"}   # no line info
+    own = kt.OwnKernels.of(['extern "C" __global__ void block_sum(float* x) {}'], [LOC_PTX], folder=kt.Path("/sub"))
+    cub = "_ZN3cub18DeviceReduceKernelEv"
+    assert foreign_names([cub, "block_sum"], own) == [cub]
+    assert "included library header" in own.why_not(kt.Launch(cub, True))
+
+
+@pytest.mark.skipif(__import__("grader.static", fromlist=["x"]).nvrtc_unavailable() is not None,
+                    reason="NVRTC cannot be loaded on this machine")
+def test_ptx_of_names_the_files_each_kernel_comes_from(tmp_path):
+    """With NVRTC: a template kernel of a header outside the submission, instantiated in its
+    kernel.cu, is not own; kernels written in kernel.cu, or inlined from its own header, are."""
+    from grader.static import ptx_of
+    lib, sub = tmp_path / "lib", tmp_path / "sub"
+    lib.mkdir()
+    sub.mkdir()
+    (lib / "lib.cuh").write_text("template <int N> __global__ void lib_kernel(float* x) { x[N] = 2.0f * x[N]; }\n")
+    (sub / "helpers.cuh").write_text("__device__ __forceinline__ float twice(float x) { return 2.0f * x; }\n")
+    (sub / "kernel.cu").write_text(f'#include "{lib / "lib.cuh"}"\n#include "helpers.cuh"\n'
+                                   'template __global__ void lib_kernel<3>(float*);\n'
+                                   'extern "C" __global__ void mine(float* x) { x[threadIdx.x] = twice(x[threadIdx.x]); }\n')
+    ptx = ptx_of(sub / "kernel.cu", ("-std=c++17",), "sm_90")
+    assert ptx is not None
+    assert kt.entries_from(ptx, sub) == {"mine"}
+    assert "_Z10lib_kernelILi3EEvPf" in kt.entries_from(ptx, None)
 
 
 class SignedLines:
@@ -142,13 +209,13 @@ def test_trace_file_reads_new_complete_lines_and_notices_truncation():
         env = f.env(kt.Tracer(kt.Path("/x/lib.so"), ()))
         assert env[kt.FD_VAR] == str(f.worker_fd) and env[kt.KEY_FD_VAR] == str(f.key_fd)
         assert os.read(f.key_fd, 64) == f.key and len(f.key) == 16   # the key the tracer reads, then EOF
-        data = t.lines(b"R CUPTI 130001", b"K 1 block_sum", b"S 1", b"K 2 cupy_sum", b"D 3 kernel names dropped")
+        data = t.lines(b"R CUPTI 130001", b"K 1 + block_sum", b"S 1", b"K 2 - cupy_sum", b"D 3 kernel names dropped")
         cut = data.index(b"cupy_s") + len(b"cupy_s")
         os.write(f.worker_fd, data[:cut])
-        assert f.names() == ["block_sum"] and f.status == "CUPTI 130001" and not f.error and f.reported
+        assert f.names() == [kt.Launch("block_sum", True)] and f.status == "CUPTI 130001" and not f.error and f.reported
         os.write(f.worker_fd, data[cut:])
-        assert f.names() == ["cupy_sum"] and "lost names" in f.error and not f.reported
-        assert f.after_report == ["cupy_sum"]   # launched after the last flush
+        assert f.names() == [kt.Launch("cupy_sum", False)] and "lost names" in f.error and not f.reported
+        assert f.after_report == [kt.Launch("cupy_sum", False)]   # launched after the last flush
         assert f.names() == []
         f.error = ""
         os.ftruncate(f.worker_fd, 0)      # what a worker holding the descriptor could do
@@ -160,12 +227,12 @@ def test_trace_file_reads_new_complete_lines_and_notices_truncation():
 
 
 @pytest.mark.parametrize("lines, what", [
-    ([b"K 1 mine", b"K 3 mine2", b"S 3"], "kernel line '3' follows line 1"),       # K 2 truncated away
-    ([b"K 1 mine", b"K 2 cupy_sum", b"S 1"], "the tracer wrote 1 kernel lines, 2 arrived"),
-    ([b"K 1 mine", b"T the kernel launch callbacks were turned off inside the worker", b"S 1"], "turned off"),
-    ([b"K 1 mine", b"K 2 two words", b"S 2"], "malformed kernel line"),
-    ([b"K 1 mine", b"R CUPTI 130001", b"S 1"], "a line the tracer does not write"),   # R only first
-    ([b"K 1 mine", b"X 1", b"S 1"], "a line the tracer does not write"),
+    ([b"K 1 + mine", b"K 3 + mine2", b"S 3"], "kernel line '3' follows line 1"),       # K 2 truncated away
+    ([b"K 1 + mine", b"K 2 - cupy_sum", b"S 1"], "the tracer wrote 1 kernel lines, 2 arrived"),
+    ([b"K 1 + mine", b"T the kernel launch callbacks were turned off inside the worker", b"S 1"], "turned off"),
+    ([b"K 1 + mine", b"K 2 + two words", b"S 2"], "malformed kernel line"),
+    ([b"K 1 + mine", b"R CUPTI 130001", b"S 1"], "a line the tracer does not write"),   # R only first
+    ([b"K 1 + mine", b"X 1", b"S 1"], "a line the tracer does not write"),
 ])
 def test_gaps_forgeries_and_tracer_reports_are_tampering(lines, what):
     f = kt.TraceFile()
@@ -190,19 +257,19 @@ def test_lines_the_worker_writes_rewrites_or_removes_break_the_mac():
             return f.error
         finally:
             f.close()
-    honest = check(lambda t: t.lines(b"R CUPTI 130001", b"K 1 zero", b"K 2 cupy_sum", b"S 2"))
+    honest = check(lambda t: t.lines(b"R CUPTI 130001", b"K 1 + zero", b"K 2 - cupy_sum", b"S 2"))
     assert honest == ""
-    forged = check(lambda t: t.lines(b"R CUPTI 130001", b"K 1 zero", b"S 1") + b"K 2 block_sum\nS 2 0000000000000000\n")
+    forged = check(lambda t: t.lines(b"R CUPTI 130001", b"K 1 + zero", b"S 1") + b"K 2 + block_sum\nS 2 0000000000000000\n")
     assert "MAC" in forged
-    rewritten = check(lambda t: t.lines(b"R CUPTI 130001", b"K 1 zero", b"K 2 cupy_sum", b"S 2")
-                      .replace(b"cupy_sum", b"tile_sum"))
+    rewritten = check(lambda t: t.lines(b"R CUPTI 130001", b"K 1 + zero", b"K 2 - cupy_sum", b"S 2")
+                      .replace(b"- cupy_sum", b"+ tile_sum"))
     assert "MAC" in rewritten
-    absorbed = check(lambda t: t.lines(b"R CUPTI 130001", b"K 1 zero") + b"R " + t.lines(b"K 2 cupy_sum")
-                     + b"K 2 block_sum\n" + t.lines(b"S 2"))
+    absorbed = check(lambda t: t.lines(b"R CUPTI 130001", b"K 1 + zero") + b"R " + t.lines(b"K 2 - cupy_sum")
+                     + b"K 2 + block_sum\n" + t.lines(b"S 2"))
     assert "MAC" in absorbed or "does not write" in absorbed
 
     def replay(t: SignedLines) -> bytes:
-        first = t.lines(b"R CUPTI 130001", b"K 1 zero", b"S 1")
+        first = t.lines(b"R CUPTI 130001", b"K 1 + zero", b"S 1")
         return first + first.splitlines(keepends=True)[-1]   # the same S line again: the flush patched out
     assert "MAC" in check(replay)
 
@@ -267,9 +334,11 @@ def test_the_tracer_builds_once_and_exports_its_entry_points(tmp_path, monkeypat
     assert kt.build(tmp_path) == tracer and tracer.library.stat().st_mtime_ns == mtime   # not rebuilt
 
 
-# A stand-in for libcupti, enough for the tracer: subscribe, enable, query, and a launch to call back.
+# A stand-in for libcupti, enough for the tracer: subscribe, enable, query, and the driver and runtime
+# calls to call back (a function's module is its address with the low byte cleared).
 FAKE_CUPTI = r"""
 #include <cupti.h>
+#include <stdint.h>
 static CUpti_CallbackFunc callback;
 static unsigned char enabled[8][4096];
 CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle *s, CUpti_CallbackFunc f, void *u) {
@@ -279,17 +348,55 @@ CUptiResult CUPTIAPI cuptiEnableCallback(uint32_t on, CUpti_SubscriberHandle s, 
 CUptiResult CUPTIAPI cuptiGetCallbackState(uint32_t *on, CUpti_SubscriberHandle s, CUpti_CallbackDomain d,
                                            CUpti_CallbackId c) { (void)s; *on = enabled[d][c]; return CUPTI_SUCCESS; }
 CUptiResult CUPTIAPI cuptiGetResultString(CUptiResult r, const char **t) { (void)r; *t = "fake"; return CUPTI_SUCCESS; }
-void fake_launch(const char *name) {   /* what the driver does on cuLaunchKernel */
+CUresult cuFuncGetModule(CUmodule *m, CUfunction f) { *m = (CUmodule)((uintptr_t)f & ~(uintptr_t)0xff); return CUDA_SUCCESS; }
+static void call(CUpti_CallbackDomain d, CUpti_CallbackId c, CUpti_ApiCallbackSite site, const char *function,
+                 const char *symbol, const void *params, CUresult *ret) {
     CUpti_CallbackData data = {0};
-    data.callbackSite = CUPTI_API_ENTER;
-    data.symbolName = name;
-    if (enabled[CUPTI_CB_DOMAIN_DRIVER_API][CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel])
-        callback(0, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &data);
+    data.callbackSite = site;
+    data.functionName = function;
+    data.symbolName = symbol;
+    data.functionParams = params;
+    data.functionReturnValue = ret;
+    if (enabled[d][c]) callback(0, d, c, &data);
+}
+void fake_launch_from(const char *name, uintptr_t f) {   /* cuLaunchKernel(f, ...) */
+    void *params[11] = {(void *)f};
+    call(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_API_ENTER, "cuLaunchKernel",
+         name, params, 0);
+}
+void fake_launch(const char *name) { fake_launch_from(name, 0x2001); }
+void fake_load(uintptr_t module) {   /* cuModuleLoadData(&module, image), at its exit */
+    CUmodule m = (CUmodule)module;
+    CUresult ok = CUDA_SUCCESS;
+    void *params[2] = {&m, 0};
+    call(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuModuleLoadData, CUPTI_API_EXIT, "cuModuleLoadData",
+         0, params, &ok);
+}
+void fake_unload(uintptr_t module) {
+    void *params[1] = {(void *)module};
+    call(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuModuleUnload, CUPTI_API_ENTER, "cuModuleUnload",
+         0, params, 0);
+}
+void fake_copy(void) {
+    void *params[4] = {0};
+    call(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpy2DAsync_v2, CUPTI_API_ENTER,
+         "cuMemcpy2DAsync_v2", 0, params, 0);
+}
+void fake_runtime_copy(int kind) {   /* cudaMemcpyAsync(dst, src, count, kind, stream) */
+    struct { void *dst; const void *src; size_t count; int kind; void *stream; } params = {0, 0, 4, kind, 0};
+    call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, CUPTI_API_ENTER,
+         "cudaMemcpyAsync", 0, &params, 0);
+}
+void fake_stream_wait(void) {
+    void *params[4] = {0};
+    call(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuStreamWaitValue32_v2, CUPTI_API_ENTER,
+         "cuStreamWaitValue32_v2", 0, params, 0);
 }
 void fake_disable(void) { enabled[CUPTI_CB_DOMAIN_DRIVER_API][CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel] = 0; }
 """
 
-# In the worker's place: the tracer started, launches, flushes; then the known tampering routes.
+# In the worker's place: the tracer started, the own window, launches, copies, flushes; then the
+# known tampering routes.
 TRACED_PROCESS = r"""
 import ctypes, os, sys
 fake = ctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_GLOBAL)
@@ -299,10 +406,29 @@ assert tracer.grader_trace_flush() == 1           # before CUDA loaded it: nothi
 tracer.InitializeInjection()
 step = sys.stdin.readline
 step()
-for name in (b"mine", b"mine", b"cupy_sum"):
-    fake.fake_launch(name)
+fake.fake_load(0x1000)                            # before the window: not own
+assert tracer.grader_trace_own_window(1) == 1
+fake.fake_load(0x2000)                            # the worker's trusted load of kernel.cu
+assert tracer.grader_trace_own_window(0) == 2
+assert tracer.grader_trace_own_window(1) == 2     # closed for good
+fake.fake_load(0x3000)
+fake.fake_launch(b"mine")
+fake.fake_launch(b"mine")
+fake.fake_launch_from(b"cupy_sum", 0x1001)
+fake.fake_launch_from(b"mine", 0x1001)            # the same name from another module
+fake.fake_launch_from(b"mine", 0x3001)
+fake.fake_copy()
+fake.fake_runtime_copy(1)                         # host to device: not written
+fake.fake_runtime_copy(2)                         # device to host
+fake.fake_stream_wait()
 tracer.grader_trace_flush()
-print("flushed", flush=True)                      # 1: two names, once each, then S
+print("flushed", flush=True)                      # 1: the lines, once each, then S
+step()
+fake.fake_unload(0x2000)
+fake.fake_load(0x2000)                            # the handle reused after an unload: own no more
+fake.fake_launch(b"mine")
+tracer.grader_trace_flush()
+print("reloaded", flush=True)                     # 2
 step()
 fake.fake_launch(b"mine")                         # written again after a flush
 saved, null = os.dup(fd), os.open(os.devnull, os.O_WRONLY)
@@ -310,7 +436,7 @@ os.dup2(null, fd)                                 # redirected during a call, re
 fake.fake_launch(b"torch_softmax")
 os.dup2(saved, fd)
 tracer.grader_trace_flush()
-print("redirected", flush=True)                   # 2: T, and the lost K 4 leaves a gap
+print("redirected", flush=True)                   # 3: T, and the lost K line leaves a gap
 step()
 import fcntl
 flags = fcntl.fcntl(fd, fcntl.F_GETFL)
@@ -318,11 +444,11 @@ fcntl.fcntl(fd, fcntl.F_SETFL, flags & ~os.O_APPEND)   # to rewrite lines in pla
 fake.fake_launch(b"mine")
 fcntl.fcntl(fd, fcntl.F_SETFL, flags)
 tracer.grader_trace_flush()
-print("unappended", flush=True)                   # 3: T
+print("unappended", flush=True)                   # 4: T
 step()
 fake.fake_disable()                               # what cuptiFinalize or cuptiEnableCallback(0) does
 tracer.grader_trace_flush()
-print("disabled", flush=True)                     # 4: T
+print("disabled", flush=True)                     # 5: T
 step()
 """
 
@@ -331,8 +457,10 @@ step()
                     reason="no CUPTI headers (CUDA toolkit) or no C compiler on this machine")
 def test_the_tracer_writes_names_at_launch_and_reports_tampering(tmp_path, monkeypatch):
     """The tracer's own code on a CPU, against a stand-in libcupti: names written at their first
-    launch since a flush, numbered; S at each flush; a redirected descriptor and turned-off
-    callbacks reported."""
+    launch since a flush, numbered, "+" only for functions of modules loaded in the own window
+    (which opens once and closes for good; an unloaded module is own no more); device copies and
+    stream memory operations written, host-to-device copies not; S at each flush; a redirected
+    descriptor and turned-off callbacks reported."""
     include, _ = kt.find_cupti()
     fake_dir = tmp_path / "fake"
     fake_dir.mkdir()
@@ -356,10 +484,16 @@ def test_the_tracer_writes_names_at_launch_and_reports_tampering(tmp_path, monke
     try:
         f.handed_over()
         assert step() == "flushed"
-        assert f.names() == ["mine", "cupy_sum"] and f.reported and not f.error
+        L = kt.Launch
+        assert f.names() == [L("mine", True), L("cupy_sum", False), L("mine", False),
+                             L("<memcpy:cuMemcpy2DAsync_v2>", False), L("<memcpy:cudaMemcpyAsync>", False),
+                             L("<stream-memory-op:cuStreamWaitValue32_v2>", False)]
+        assert f.reported and not f.error
         assert f.status.startswith("CUPTI") and f.check_descriptor(child.pid) == ""
+        assert step() == "reloaded"
+        assert f.names() == [L("mine", False)] and not f.error
         assert step() == "redirected"
-        assert f.names() == ["mine"] and f.reported
+        assert f.names() == [L("mine", False)] and f.reported
         assert "tampered with inside the worker" in f.error and "redirected, closed" in f.error
         f.error = ""
         assert step() == "unappended"
@@ -367,7 +501,7 @@ def test_the_tracer_writes_names_at_launch_and_reports_tampering(tmp_path, monke
         f.error = ""
         assert step() == "disabled"
         f.names()
-        assert "launch callbacks were turned off" in f.error
+        assert "callbacks were turned off" in f.error
     finally:
         child.stdin.close()
         child.wait(timeout=10)

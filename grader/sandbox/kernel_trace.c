@@ -1,29 +1,41 @@
-/* The grader's kernel tracer: a CUDA injection library (CUDA_INJECTION64_PATH) that records the
- * name of every kernel the worker's process launches, whoever launches it (the submission's
- * RawKernel, CuPy, cuBLAS, torch, Triton), for the own-kernels check (DESIGN must 9).
+/* The grader's kernel tracer: a CUDA injection library (CUDA_INJECTION64_PATH) that records every
+ * kernel the worker's process launches, whoever launches it (the submission's RawKernel, CuPy,
+ * cuBLAS, torch, Triton), and the other GPU work a library could do in its place, for the
+ * own-kernels check (DESIGN must 9).
  *
  * The CUDA driver loads this library when the worker initialises CUDA, before any submission code
- * runs, and calls InitializeInjection. That subscribes to CUPTI's callback API for every kernel
- * launch function of the driver and runtime APIs (the list, LAUNCH_CBIDS, is generated from the
- * toolkit's cupti_*_cbid.h when the library is built). The callback runs on the launching host
- * thread and notes the kernel's name (CUpti_CallbackData.symbolName): the GPU is not involved.
- * (CUPTI's kernel *activity* records were tried first: on the H200 they made the grader's timed
- * kernels 4-5x slower, see benchmarks/RESULTS.md.) A CUDA graph launch has no kernel name here and
- * is noted as "<CUDA graph launch>".
+ * runs, and calls InitializeInjection. That subscribes to CUPTI's callback API for the functions of
+ * the driver and runtime APIs that the table TRACED_CBIDS lists (generated from the toolkit's
+ * cupti_*_cbid.h when the library is built): every kernel launch, every memory copy but a host-to-
+ * device one, the stream memory operations (cuStreamWaitValue*, cuStreamWriteValue*,
+ * cuStreamBatchMemOp*) and the module loads and unloads. The callback runs on the calling host
+ * thread: the GPU is not involved. (CUPTI's kernel *activity* records were tried first: on the
+ * H200 they made the grader's timed kernels 4-5x slower, see benchmarks/RESULTS.md.)
+ *
+ * Kernels are known by their code, not only by name: the worker's trusted code opens the "own
+ * window" once (grader_trace_own_window), compiles and loads the submission's .cu files through
+ * grader.kernel, and closes it for good before any submission code runs; the modules loaded in
+ * that window are the submission's own. A launch through a CUfunction (cuLaunchKernel, ...Ex,
+ * ...Cooperative...) is marked "+" when cuFuncGetModule puts its function in one of those modules,
+ * "-" otherwise (another module: CuPy's, a library's, one the submission compiled or linked itself;
+ * a runtime-API launch; a graph).
  *
  * Lines written to the file descriptor named by GRADE_KERNEL_TRACE_FD (a file the grader opened and
  * reads from its own process):
- *   R <version>     tracing is on            E <message>   tracing could not start
- *   K <seq> <name>  a kernel name, written at once the first time it is launched since the last
- *                   flush (a write per new name, none per repeated launch); seq counts K lines 1, 2, ...
- *   S <seq> <mac>   written by grader_trace_flush(), which the worker's trusted code calls before each
- *                   reply but a timed round's: the seq of the last K line, and the MAC of every line
- *                   the tracer wrote so far. The grader requires it, so a gap (K lines truncated away),
- *                   a missing flush (the call patched out) and any byte the worker wrote, removed or
- *                   rewrote in the file (a forged line, a line overwritten in place) show.
- *   T <what>        tampering seen: the descriptor no longer reaches the grader's file, or the launch
- *                   callbacks were turned off (each checked at every write and every flush)
- *   D <n>           names were dropped (the table of names since the last flush is full)
+ *   R <version>        tracing is on            E <message>   tracing could not start
+ *   K <seq> <m> <name> a kernel (m "+" from an own module, "-" not), or other GPU work named
+ *                      <memcpy:FUNCTION>, <stream-memory-op:FUNCTION> or <CUDA graph launch>; written
+ *                      at once the first time it happens since the last flush (a write per new
+ *                      line, none per repeat); seq counts K lines 1, 2, ...
+ *   S <seq> <mac>      written by grader_trace_flush(), which the worker's trusted code calls before
+ *                      each reply but a timed round's: the seq of the last K line, and the MAC of
+ *                      every line the tracer wrote so far. The grader requires it, so a gap (K lines
+ *                      truncated away), a missing flush (the call patched out) and any byte the
+ *                      worker wrote, removed or rewrote in the file (a forged line, a line overwritten
+ *                      in place) show.
+ *   T <what>           tampering seen: the descriptor no longer reaches the grader's file, or the
+ *                      callbacks were turned off (each checked at every write and every flush)
+ *   D <n>              lines were dropped (the table of lines since the last flush is full)
  * The MAC: SipHash-2-4 (Aumasson and Bernstein, "SipHash: a fast short-input PRF", 2012) under a
  * 128-bit key the grader generates per worker and hands over through a pipe (GRADE_KERNEL_TRACE_KEY_FD)
  * that this library reads and closes before any submission code runs; chained over the lines:
@@ -31,8 +43,9 @@
  * line counts as "S <seq>" and then carries the new mac in hex. Written lines are checked too: the
  * descriptor must reach the grader's file, still opened O_APPEND.
  * What runs in this process can still be undone by code that reads or writes the tracer's memory
- * (the key, the table of names); the README's isolation section says so. */
+ * (the key, the table of own modules); the README's isolation section says so. */
 #include <cupti.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -42,10 +55,24 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "launch_cbids.h"   /* LAUNCH_CBIDS[]: {domain, cbid, is_graph} */
 
 #define MAX_NAMES 512
 #define MAX_NAME 4000
+#define MAX_OWN 256
+
+/* What a traced callback id is (TRACED_CBIDS[].kind) and its argument (.arg). */
+enum {
+    TRACE_LAUNCH,       /* a kernel launch; arg: the 1-based index of its CUfunction among the
+                           parameters (pointer-sized), 0 when it has none */
+    TRACE_GRAPH,        /* a CUDA graph launch */
+    TRACE_COPY,         /* a memory copy; arg 1: a runtime cudaMemcpy[Async] whose 4th parameter is
+                           its cudaMemcpyKind (host-to-device copies are not written) */
+    TRACE_STREAM_OP,    /* a stream memory operation (wait on / write a value in memory) */
+    TRACE_MODULE_LOAD,  /* cuModuleLoad*: the first parameter is the CUmodule* it fills */
+    TRACE_MODULE_UNLOAD /* cuModuleUnload: the first parameter is the CUmodule */
+};
+
+#include "traced_cbids.h"   /* TRACED_CBIDS[]: {domain, cbid, kind, arg}, one of the kinds above */
 
 static int trace_fd = -1;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -58,6 +85,10 @@ static int started = 0;         /* InitializeInjection subscribed to every launc
 static dev_t trace_dev;
 static ino_t trace_ino;
 static CUpti_SubscriberHandle subscriber;
+static CUmodule own_modules[MAX_OWN];   /* modules loaded while the own window was open */
+static int n_own = 0;
+static int own_window = 0;      /* 0 never opened, 1 open, 2 closed for good */
+static CUresult (*func_get_module)(CUmodule *, CUfunction) = NULL;   /* the driver's cuFuncGetModule */
 static uint64_t key[2];         /* the MAC key (read from the grader's pipe) */
 static uint64_t mac = 0;        /* the chained MAC of the lines written so far */
 
@@ -140,24 +171,25 @@ static void say(char kind, const char *text) {
     write_all(line, (size_t)n + 1);
 }
 
-/* Write "K <seq> <name>" the first time ``name`` is launched since the last flush. */
-static void note(const char *name) {
+/* Write "K <seq> <origin> <name>" the first time that pair is seen since the last flush. */
+static void note(char origin, const char *name) {
+    size_t len = strnlen(name, MAX_NAME);
     pthread_mutex_lock(&lock);
     for (int i = 0; i < n_seen; ++i) {
-        if (strcmp(seen[i], name) == 0) {
+        if (seen[i][0] == origin && strncmp(seen[i] + 1, name, len) == 0 && seen[i][1 + len] == 0) {
             pthread_mutex_unlock(&lock);
             return;
         }
     }
     if (n_seen < MAX_NAMES) {
-        size_t len = strnlen(name, MAX_NAME);
-        char *copy = (char *)malloc(len + 1);
-        char *line = (char *)malloc(len + 32);
+        char *copy = (char *)malloc(len + 2);
+        char *line = (char *)malloc(len + 40);
         if (copy && line) {
-            memcpy(copy, name, len);
-            copy[len] = 0;
+            copy[0] = origin;
+            memcpy(copy + 1, name, len);
+            copy[1 + len] = 0;
             seen[n_seen++] = copy;
-            int head = snprintf(line, 32, "K %lu ", ++seq);
+            int head = snprintf(line, 40, "K %lu %c ", ++seq, origin);
             memcpy(line + head, name, len);
             chain(line, (size_t)head + len);
             line[head + len] = '\n';
@@ -174,30 +206,97 @@ static void note(const char *name) {
     pthread_mutex_unlock(&lock);
 }
 
-static void CUPTIAPI on_launch(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
-                               const void *data) {
+/* Whether ``f`` is a function of a module loaded in the own window. */
+static int own_function(CUfunction f) {
+    CUmodule m = NULL;
+    if (!f || !func_get_module || func_get_module(&m, f) != CUDA_SUCCESS || !m) return 0;
+    pthread_mutex_lock(&lock);
+    int own = 0;
+    for (int i = 0; i < n_own && !own; ++i) own = own_modules[i] == m;
+    pthread_mutex_unlock(&lock);
+    return own;
+}
+
+static void module_loaded(CUmodule m) {
+    pthread_mutex_lock(&lock);
+    if (own_window == 1 && m && n_own < MAX_OWN) own_modules[n_own++] = m;
+    pthread_mutex_unlock(&lock);
+}
+
+/* An unloaded module's handle may be reused by a later load: it is own no more. */
+static void module_unloaded(CUmodule m) {
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < n_own; ++i) {
+        if (own_modules[i] == m) own_modules[i--] = own_modules[--n_own];
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                                 const void *data) {
     (void)userdata;
     const CUpti_CallbackData *cb = (const CUpti_CallbackData *)data;
-    if (cb->callbackSite != CUPTI_API_ENTER) return;
-    for (size_t i = 0; i < sizeof LAUNCH_CBIDS / sizeof LAUNCH_CBIDS[0]; ++i) {
-        if (LAUNCH_CBIDS[i].domain == domain && LAUNCH_CBIDS[i].cbid == cbid) {
-            if (LAUNCH_CBIDS[i].graph) note("<CUDA graph launch>");
-            else note(cb->symbolName && cb->symbolName[0] ? cb->symbolName : "<unnamed kernel>");
+    for (size_t i = 0; i < sizeof TRACED_CBIDS / sizeof TRACED_CBIDS[0]; ++i) {
+        if (TRACED_CBIDS[i].domain != domain || TRACED_CBIDS[i].cbid != cbid) continue;
+        void *const *params = (void *const *)cb->functionParams;
+        int arg = TRACED_CBIDS[i].arg;
+        char text[200];
+        switch (TRACED_CBIDS[i].kind) {
+        case TRACE_MODULE_LOAD:
+            if (cb->callbackSite == CUPTI_API_EXIT && params && params[0] && cb->functionReturnValue
+                && *(const CUresult *)cb->functionReturnValue == CUDA_SUCCESS)
+                module_loaded(*(CUmodule *)params[0]);
+            return;
+        case TRACE_MODULE_UNLOAD:
+            if (cb->callbackSite == CUPTI_API_ENTER && params) module_unloaded((CUmodule)params[0]);
             return;
         }
+        if (cb->callbackSite != CUPTI_API_ENTER) return;
+        switch (TRACED_CBIDS[i].kind) {
+        case TRACE_LAUNCH:
+            note(arg && params && own_function((CUfunction)params[arg - 1]) ? '+' : '-',
+                 cb->symbolName && cb->symbolName[0] ? cb->symbolName : "<unnamed kernel>");
+            return;
+        case TRACE_GRAPH:
+            note('-', "<CUDA graph launch>");
+            return;
+        case TRACE_COPY:
+            if (arg && params && ((const struct { void *d; const void *s; size_t n; int kind; } *)params)->kind == 1)
+                return;   /* cudaMemcpyHostToDevice: an upload computes nothing from the inputs */
+            snprintf(text, sizeof text, "<memcpy:%s>", cb->functionName ? cb->functionName : "?");
+            note('-', text);
+            return;
+        case TRACE_STREAM_OP:
+            snprintf(text, sizeof text, "<stream-memory-op:%s>", cb->functionName ? cb->functionName : "?");
+            note('-', text);
+            return;
+        }
+        return;
     }
 }
 
-/* Whether every launch callback is still enabled (cuptiFinalize or cuptiEnableCallback(0, ...)
+/* Whether every traced callback is still enabled (cuptiFinalize or cuptiEnableCallback(0, ...)
  * called by code in this process shows here). */
 static int callbacks_on(void) {
-    for (size_t i = 0; i < sizeof LAUNCH_CBIDS / sizeof LAUNCH_CBIDS[0]; ++i) {
+    for (size_t i = 0; i < sizeof TRACED_CBIDS / sizeof TRACED_CBIDS[0]; ++i) {
         uint32_t on = 0;
-        if (cuptiGetCallbackState(&on, subscriber, LAUNCH_CBIDS[i].domain, LAUNCH_CBIDS[i].cbid) != CUPTI_SUCCESS
+        if (cuptiGetCallbackState(&on, subscriber, TRACED_CBIDS[i].domain, TRACED_CBIDS[i].cbid) != CUPTI_SUCCESS
             || !on)
             return 0;
     }
     return 1;
+}
+
+/* Called once by the worker's trusted code (ctypes) with 1 before it loads the submission's own
+ * modules, then with 0 before any submission code runs: the window opens once and closes for good
+ * (a later call changes nothing). Returns the window's state: 1 open, 2 closed, 0 never opened. */
+int grader_trace_own_window(int open) {
+    pthread_mutex_lock(&lock);
+    if (open && own_window == 0) own_window = 1;
+    else if (!open && own_window == 1) own_window = 2;
+    int state = own_window;
+    pthread_mutex_unlock(&lock);
+    return state;
 }
 
 /* Called by the worker (ctypes) before its replies: forget the names noted since the last call (the
@@ -215,7 +314,7 @@ int grader_trace_flush(void) {
     }
     int fd_ok = fd_intact();
     if (tampered & 1) say('T', "the trace descriptor was redirected, closed or made rewritable inside the worker");
-    if (!callbacks_on()) say('T', "the kernel launch callbacks were turned off inside the worker");
+    if (!callbacks_on()) say('T', "the tracer's callbacks were turned off inside the worker");
     if (fd_ok) tampered = 0;
     snprintf(text, sizeof text, "%lu", seq);
     say('S', text);
@@ -252,9 +351,16 @@ int InitializeInjection(void) {
         for (int j = 7; j >= 0; --j) key[h] = (key[h] << 8) | raw[8 * h + j];
     }
     memset(raw, 0, sizeof raw);
-    CUptiResult r = cuptiSubscribe(&subscriber, (CUpti_CallbackFunc)on_launch, NULL);
-    for (size_t i = 0; r == CUPTI_SUCCESS && i < sizeof LAUNCH_CBIDS / sizeof LAUNCH_CBIDS[0]; ++i)
-        r = cuptiEnableCallback(1, subscriber, LAUNCH_CBIDS[i].domain, LAUNCH_CBIDS[i].cbid);
+    /* the driver that is loading this library (libcuda.so.1); else whatever defines the symbol */
+    void *cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    func_get_module = (CUresult(*)(CUmodule *, CUfunction))dlsym(cuda ? cuda : RTLD_DEFAULT, "cuFuncGetModule");
+    if (!func_get_module) {
+        say('E', "the CUDA driver has no cuFuncGetModule (a driver for CUDA 12 or later is needed)");
+        return 1;
+    }
+    CUptiResult r = cuptiSubscribe(&subscriber, (CUpti_CallbackFunc)on_callback, NULL);
+    for (size_t i = 0; r == CUPTI_SUCCESS && i < sizeof TRACED_CBIDS / sizeof TRACED_CBIDS[0]; ++i)
+        r = cuptiEnableCallback(1, subscriber, TRACED_CBIDS[i].domain, TRACED_CBIDS[i].cbid);
     if (r != CUPTI_SUCCESS) {
         const char *text = NULL;
         cuptiGetResultString(r, &text);
@@ -263,7 +369,7 @@ int InitializeInjection(void) {
     }
     started = 1;
     char version[64];
-    snprintf(version, sizeof version, "CUPTI %d, launch callbacks", (int)CUPTI_API_VERSION);
+    snprintf(version, sizeof version, "CUPTI %d, launch, copy and module callbacks", (int)CUPTI_API_VERSION);
     say('R', version);
     return 1;
 }

@@ -152,14 +152,24 @@ def kernel_cache_dir(submission: Path) -> Path:
     return kernel_cache_root() / hashlib.sha256(str(submission.resolve()).encode()).hexdigest()[:16]
 
 
+def worker_kernel_cache(home: Path, config: WorkerConfig) -> Path:
+    """The CuPy kernel cache of a worker whose private working directory is ``home``: the
+    persistent per-submission one for a trusted worker (the reference, the baseline); for a
+    submission's worker, a fresh folder in ``home`` at every start. A cache the submission could
+    write across starts could hold a binary it planted under the key of its own kernel.cu, which
+    the worker loads as the submission's own module (see ``kernel_trace.c``): compiled afresh, the
+    own modules are what the submission's sources compile to."""
+    return kernel_cache_dir(config.submission) if config.trusted else home / "kernel-cache"
+
+
 def _worker_env(token: str, home: Path, config: WorkerConfig) -> dict[str, str]:
     """The worker's environment: no GRADER_* variables, its token, a private HOME (and Python
     user base) so that nothing it writes under ~ (a usercustomize.py, say) reaches a later worker,
-    and a CuPy kernel cache of the submission's own."""
+    and a CuPy kernel cache of its own (:func:`worker_kernel_cache`)."""
     env = {k: v for k, v in os.environ.items()   # nothing of the grader's own settings or whereabouts
            if not k.startswith(("GRADER_", "PYENV")) and k not in ("PWD", "OLDPWD")}
     env[watch.TOKEN_VAR] = token
-    env["CUPY_CACHE_DIR"] = str(kernel_cache_dir(config.submission))
+    env["CUPY_CACHE_DIR"] = str(worker_kernel_cache(home, config))
     if config.trusted:
         env["GRADE_WORKER_TRUSTED"] = "1"
     env["HOME"] = env["PYTHONUSERBASE"] = str(home)
@@ -191,7 +201,7 @@ class Worker:
         self.trace: kernel_trace.TraceFile | None = None
         self.kernel_check = "kernels not traced (host backend)" if config.backend != "cuda" else ""
         self.own_kernels_traced = 0   # kernels of the submission's own seen in graded requests
-        self._carried: list[str] = []  # names traced after an ungraded request's flush (see _foreign_kernels)
+        self._carried: list[kernel_trace.Launch] = []  # traced after an ungraded request's flush (see _foreign_kernels)
         watch.protect_parent()
         _watch_sigcont()
 
@@ -213,7 +223,7 @@ class Worker:
         log = open(self.log_path, "ab")
         command = [sys.executable, *_python_flags(), "-m", "grader.sandbox.worker", str(child.fileno()),
                    self.config.backend]
-        cache = kernel_cache_dir(self.config.submission)
+        cache = worker_kernel_cache(self.cwd, self.config)
         cache.mkdir(parents=True, exist_ok=True)
         env = _worker_env(self.token, self.cwd, self.config)
         tracer = kernel_trace.build(kernel_cache_root().parent) if self.config.backend == "cuda" else None
@@ -500,12 +510,12 @@ class Worker:
         if self.trace.error:
             return f"{self.trace.error}; the own-kernels check cannot vouch for this submission"
         alien = kernel_trace.foreign(names, own)
-        self.own_kernels_traced += len(names) - sum(1 for n in names if n in alien)
+        self.own_kernels_traced += sum(1 for x in names if x.own_module and x not in alien)
         if not alien:
             return ""
         mine = ", ".join(own.names()) or "none found"
-        shown = ", ".join(alien[:3]) + (f" and {len(alien) - 3} more" if len(alien) > 3 else "")
-        hints = "".join(f" ({h})" for h in dict.fromkeys(own.why_not(n) for n in alien[:3]) if h)
+        shown = ", ".join(x.name for x in alien[:3]) + (f" and {len(alien) - 3} more" if len(alien) > 3 else "")
+        hints = "".join(f" ({h})" for h in dict.fromkeys(own.why_not(x) for x in alien[:3]) if h)
         return (f"{shown} ran during solve but {'is not a kernel' if len(alien) == 1 else 'are not kernels'} of "
                 f"the submission's own sources (its kernels: {mine}){hints}; a library's kernel (CuPy, torch, "
                 f"cuBLAS, Triton) does not count as your work: write the kernel yourself")

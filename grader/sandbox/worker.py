@@ -3,8 +3,9 @@
 Started by :class:`grader.sandbox.supervisor.Worker` as ``python -m grader.sandbox.worker FD BACKEND``
 with a connected socket on file descriptor FD. It serves requests one at a time:
 
-- ``load``: import the submission's ``solution.py`` (which compiles its kernels), report the
-  kernels' resources;
+- ``load``: compile and load the submission's ``.cu`` files inside the kernel tracer's own window
+  (its own modules, before any of its code runs), import its ``solution.py``, report the kernels'
+  resources;
 - ``run``: map the argument buffers, call ``solve`` once, synchronise the whole device;
 - ``warmup``: call ``solve`` on each input set in turn for a number of milliseconds;
 - ``map``: unmap the previous round's buffers and map this round's fresh ones (before the
@@ -88,13 +89,19 @@ class Server:
         self._bound: list[list[Any]] = []    # solve's arguments per input set, built by the last map
         self._events: list[Any] = []         # CUDA events reused by timed rounds
         self._trace_flush: Callable[[], int] | None = None
+        self._own_window: Callable[[int], int] | None = None
         if backend == "cuda":
             import cupy
             self.cupy = cupy
+            # bound before any submission code runs: replacing the module attribute later does not
+            # skip the L2 flush of timed rounds
+            self._memset_async = cupy.cuda.runtime.memsetAsync
             tracer = os.environ.get("CUDA_INJECTION64_PATH")   # grader.sandbox.kernel_trace
             if tracer:
                 import ctypes
-                self._trace_flush = ctypes.CDLL(tracer).grader_trace_flush
+                library = ctypes.CDLL(tracer)
+                self._trace_flush = library.grader_trace_flush
+                self._own_window = library.grader_trace_own_window
 
     # -- helpers --------------------------------------------------------------------------------
     def arrays(self, descs: list[dict[str, Any]]) -> list[Any]:
@@ -138,6 +145,15 @@ class Server:
         cap = int(req.get("device_memory_bytes", 0))
         if cap and self.backend == "cuda":  # a clear error for honest over-allocation; the parent's
             self.cupy.get_default_memory_pool().set_limit(size=cap)  # NVML watch is the real cap
+        if self._own_window is not None:
+            # the submission's own modules: its .cu files, compiled and loaded here before any of its
+            # code runs (and before its folder is on sys.path, where a module named like one that
+            # compiling imports could run inside the window); the window then closes for good
+            self._own_window(1)
+            try:
+                gk.preload(folder)
+            finally:
+                self._own_window(0)
         sys.path.insert(0, str(folder))
         self.submission = folder
         spec = importlib.util.spec_from_file_location("solution", path)
@@ -232,7 +248,7 @@ class Server:
             self._events.append(cupy.cuda.Event())
         events = self._events[:len(order) + 1]
         if flush_bytes:
-            cupy.cuda.runtime.memsetAsync(self._flush.data.ptr, len(order) & 0xFF, flush_bytes, stream.ptr)
+            self._memset_async(self._flush.data.ptr, len(order) & 0xFF, flush_bytes, stream.ptr)
         events[0].record(stream)
         for i, k in enumerate(order):
             self.call(sets[k])
