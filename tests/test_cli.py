@@ -57,6 +57,20 @@ def test_compile_only_reports_resources_of_the_stub(runner):
     assert "correctness and timing need a GPU" in out.output
 
 
+def test_compile_only_accepts_imports_of_modules_without_a_spec(runner, tmp_path, monkeypatch):
+    """`import __main__` (a module with no import spec, as under a console script) is installed,
+    not a grader error."""
+    import shutil
+    import sys
+    monkeypatch.setattr(sys.modules["__main__"], "__spec__", None)
+    shutil.copytree(ROOT / "student_template" / "ex01_vector_add", tmp_path / "sub")
+    sol = tmp_path / "sub" / "solution.py"
+    sol.write_text("import __main__\n" + sol.read_text())
+    out = runner.invoke(cli.main, ["ex01", "--root", str(ROOT), "--compile-only", "--submission", str(tmp_path / "sub")])
+    assert "grader error" not in out.output and "__spec__" not in out.output, out.output
+    assert out.exit_code == 0, out.output
+
+
 @pytest.mark.nvcc
 def test_compile_only_names_the_line_of_a_compile_error(runner, tmp_path):
     (tmp_path / "kernel.cu").write_text('extern "C" __global__ void vector_add(float* c)\n{\n  c[0] = nope;\n}\n')
