@@ -72,7 +72,8 @@ class CaseResult:
 @dataclass(frozen=True)
 class BenchResult:
     """One benchmark shape: the submission's and the reference's timing (ms), throughput in GB/s
-    and TFLOP/s from the spec's minimum bytes/FLOPs, the fraction of the measured ceiling, and the
+    and TFLOP/s from the spec's minimum bytes/FLOPs, ``ceiling_fraction``: the roofline time
+    (:meth:`Grader.floor_ms`, from the measured ceilings) over the submission's time, and the
     ratio t_reference / t_submission on the basis scoring used."""
     name: str
     dims: dict[str, int]
@@ -278,7 +279,7 @@ class Grader:
         compiler = nvrtc_unavailable() is None or nvcc_path() is not None
         failed = tuple(str(f.relative_to(self.submission)) for f, p in zip(cu, ptx) if not p) if compiler else ()
         return OwnKernels.of([_strip_comments(f.read_text(errors="replace"), f.name) for f in files], ptx,
-                             self.spec.allowed_kernels, compiler=compiler, uncompiled=failed)
+                             self.spec.allowed_kernels, compiler=compiler, uncompiled=failed, folder=self.submission)
 
     def _worker(self, folder: Path, trusted: bool = False) -> Worker:
         lim = self.spec.limits
@@ -398,17 +399,21 @@ class Grader:
 
     # -- timing -----------------------------------------------------------------------------------
     def floor_ms(self, bench: Benchmark) -> float | None:
-        """The roofline time of ``bench`` (ms): its minimum bytes over the measured copy bandwidth,
-        or its FLOPs over the measured matrix rate; None without ceilings."""
+        """The roofline time of ``bench`` (ms): the larger of its minimum bytes over the measured
+        copy bandwidth and, for a compute ceiling, its FLOPs over the measured rate (the roofline
+        model: Williams, Waterman and Patterson, "Roofline", CACM 52(4), 2009: a GEMM with a
+        short K is bound by its bytes, not its FLOPs); None without ceilings."""
         if self.ceilings is None:
             return None
         dims = bench.as_dict()
-        ceiling = self.ceilings.for_kind(self.spec.ceiling)
-        if not ceiling:
+        rate = self.ceilings.for_kind(self.spec.ceiling)
+        if not rate:
             return None
-        if self.spec.ceiling == "memory":
-            return float(bench.bytes.evaluate(dims)) / (ceiling * 1e6)
-        return float(bench.flops.evaluate(dims)) / (ceiling * 1e9) if bench.flops is not None else None
+        bandwidth = self.ceilings.for_kind("memory")
+        memory_ms = float(bench.bytes.evaluate(dims)) / (bandwidth * 1e6) if bandwidth else 0.0
+        if self.spec.ceiling == "memory" or bench.flops is None:
+            return memory_ms or None
+        return max(memory_ms, float(bench.flops.evaluate(dims)) / (rate * 1e9))
 
     def sets_for(self, floor_ms: float | None, set_bytes: int) -> int:
         """Input sets (= calls per timed round) for a shape: enough that the harness's time per
@@ -497,11 +502,7 @@ class Grader:
         t = sub.time_ms
         gbps = nbytes / t / 1e6 if t else None
         tflops = flops / t / 1e9 if t and flops else None
-        frac = None
-        if self.ceilings is not None:
-            ceiling = self.ceilings.for_kind(spec.ceiling)
-            achieved = gbps if spec.ceiling == "memory" else tflops
-            frac = achieved / ceiling if achieved and ceiling else None
+        frac = floor / t if floor and t else None   # the fraction of the roofline reached
         return BenchResult(bench.name, dims, nbytes, flops, sub, ref, calibrated, gbps, tflops, frac, clock, n_sets)
 
     def untraced_own_work(self, cases: Sequence[CaseResult]) -> CaseResult | None:

@@ -157,3 +157,27 @@ def test_zero_time_does_not_crash() -> None:
 def test_no_benchmark_shapes_does_not_crash() -> None:
     s = score(True, [], T, 40, 60)
     assert s.correctness == 40 and s.performance == 0.0 and s.note
+
+
+def test_the_roofline_time_is_the_larger_of_the_memory_and_compute_times() -> None:
+    """A GEMM with one short side is bound by its bytes, not its FLOPs (ex12's decode-like
+    16x8192x8192: ~134 MB, ~2.1 GFLOP): its roofline time is bytes / bandwidth; a square one's is
+    FLOPs / rate. Without a rate for the spec's ceiling kind there is no roofline."""
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from grader.device import Ceilings
+    from grader.grade import Grader
+    from grader.spec import load_spec
+
+    spec = load_spec(Path(__file__).resolve().parents[1] / "exercises" / "ex12_gemm_tensorcore" / "spec.toml")
+    bench = {b.name: b for b in spec.benchmarks}
+    grader = SimpleNamespace(spec=spec, ceilings=Ceilings(copy_gbps=4000.0, fp16_tflops=600.0))
+    decode, square = bench["16x8192x8192"], bench["8192^3"]
+    d = decode.as_dict()
+    memory_ms = float(decode.bytes.evaluate(d)) / 4000e6
+    assert Grader.floor_ms(grader, decode) == pytest.approx(memory_ms)
+    assert memory_ms > float(decode.flops.evaluate(d)) / 600e9 * 5
+    s = square.as_dict()
+    assert Grader.floor_ms(grader, square) == pytest.approx(float(square.flops.evaluate(s)) / 600e9)
+    assert Grader.floor_ms(SimpleNamespace(spec=spec, ceilings=Ceilings(copy_gbps=4000.0)), square) is None

@@ -2,6 +2,7 @@
 and a progress display for the long phases."""
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -72,8 +73,15 @@ def hints(r: GradeResult) -> list[str]:
             out.append("NaN or inf in the output: for large inputs subtract the maximum before exp(), and avoid 0/0.")
     for b in r.benchmarks:
         if b.ceiling_fraction is not None and b.ceiling_fraction < 0.5 and r.correct:
-            out.append(f"{b.name}: {b.ceiling_fraction:.0%} of the memory ceiling: use 16-byte loads (float4), "
-                       "coalesced across the warp, and enough blocks to fill all SMs.")
+            # below the ridge point (arithmetic intensity under fp32 rate / bandwidth): memory-bound
+            c = r.ceilings
+            ridge = c.fp32_tflops * 1e3 / c.copy_gbps if c and c.fp32_tflops and c.copy_gbps else math.inf
+            if not b.flops or not b.bytes or b.flops / b.bytes < ridge:
+                advice = "use 16-byte loads (float4), coalesced across the warp, and enough blocks to fill all SMs"
+            else:
+                advice = "reuse each loaded element more (tiles in shared memory and registers, see the README's ladder)"
+            out.append(f"{b.name}: {b.ceiling_fraction:.0%} of the roofline (the time the measured bandwidth and "
+                       f"compute rate allow): {advice}.")
             break
     for k in r.kernels:
         if k.get("local_bytes", 0) > 0:
@@ -128,7 +136,7 @@ def render(r: GradeResult, console: Console) -> None:
             console.print(f"  ... and {len(others) - MAX_LISTED_FAILURES} more")
     if r.benchmarks:
         t = Table(title="\nPerformance", title_justify="left", show_edge=False)
-        for col in ("shape", "median ms", "IQR ms", "GB/s", "TFLOP/s", "% ceiling", "reference ms", "ratio"):
+        for col in ("shape", "median ms", "IQR ms", "GB/s", "TFLOP/s", "% roofline", "reference ms", "ratio"):
             t.add_column(col, justify="left" if col == "shape" else "right", overflow="fold")
         for b in r.benchmarks:
             s = b.submission
