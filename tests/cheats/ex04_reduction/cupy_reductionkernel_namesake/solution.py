@@ -5,7 +5,7 @@ import cupy
 # the extern "C" symbol: "block_sum", or "block_sum_pass1" and "block_sum_pass2" when CuPy's CUB
 # accelerator (on by default) runs a full reduction in two passes. kernel.cu compiles all three.
 _sum = cupy.ReductionKernel("float32 x", "float32 y", "x", "a + b", "y = (float)a", "0", "block_sum",
-                            reduce_type="float64")
+                            reduce_type="double")
 
 
 def solve(x, out):
