@@ -13,7 +13,10 @@ tries>``), ``kernel.cu`` (empty for CPU-side cheats) and ``cheat.toml``:
                                      refused (a forbidden library loaded), total 0
                 | "no_gain"          correct, and the trick bought nothing: its slow kernel still
                                      scores below full performance (fresh buffers every round)
-    detected_by = a lower-case substring of the result's text (see :func:`result_text`): what caught it
+    detected_by = a lower-case substring of the result's text (see :func:`result_text`): what caught it;
+                  alternatives separated by " | " where either of two checks may (a time patch just
+                  above the wall-clock slack is caught by that bound or, when the worker's own
+                  harness overhead happens to run low, by the implausibility check)
 
 Host cheats are graded here with small profiles; cuda ones are marked ``gpu``.
 """
@@ -110,7 +113,7 @@ def check_expectation(r: GradeResult, m: dict) -> None:
         assert r.correct and r.score.performance == 0, text
     elif expect == "no_gain":
         assert r.correct and r.score.performance < r.score.performance_max, text
-    assert m["detected_by"].lower() in text, f"{m['detected_by']!r} not in:\n{text}"
+    assert any(alt in text for alt in m["detected_by"].lower().split(" | ")), f"{m['detected_by']!r} not in:\n{text}"
 
 
 def files_of(folder: Path) -> set[str]:
