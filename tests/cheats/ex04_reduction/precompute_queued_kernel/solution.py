@@ -1,4 +1,4 @@
-# cheat: just before each reply (in the stdout flush) queues a kernel that waits on the GPU for the parent to re-draw the inputs in place and sums them while the worker is stopped; the timed call would only copy the sum
+# cheat: just before each reply (in the stdout flush) queues a kernel that waits on the GPU for the parent to re-draw the inputs in place and sums them while the worker is stopped; the timed call would only copy the sum; its own reads of x[0] back to the host (to see the re-draw) are a traced device-to-host copy, refused before the drain check (hog_after_reply keeps that check covered)
 import sys
 
 import cupy

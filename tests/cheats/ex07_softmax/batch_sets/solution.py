@@ -1,4 +1,4 @@
-# cheat: remembers the input sets of the round's mapped allocation; each timed call computes every remembered set whose output is still poisoned, so later calls of a round would find theirs done (own kernels only)
+# cheat: remembers the input sets of the round's mapped allocation; each timed call computes every remembered set whose output is still poisoned, so later calls of a round would find theirs done (own kernels only); it reads which outputs are still poisoned back to the host, a traced device-to-host copy, refused before the timing could show no gain
 import cupy
 import numpy as np
 
