@@ -279,7 +279,8 @@ class Grader:
         compiler = nvrtc_unavailable() is None or nvcc_path() is not None
         failed = tuple(str(f.relative_to(self.submission)) for f, p in zip(cu, ptx) if not p) if compiler else ()
         return OwnKernels.of([_strip_comments(f.read_text(errors="replace"), f.name) for f in files], ptx,
-                             self.spec.allowed_kernels, compiler=compiler, uncompiled=failed, folder=self.submission)
+                             self.spec.allowed_kernels, compiler=compiler, uncompiled=failed, folder=self.submission,
+                             forbidden_headers=self.spec.forbidden_headers)
 
     def _worker(self, folder: Path, trusted: bool = False) -> Worker:
         lim = self.spec.limits

@@ -34,6 +34,8 @@ DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
 OPTIONAL_PARAMS = {"skewed": ("value",)}   # skewed without `value`: the hot value is drawn per case
 REAL_ONLY = ("masked", "cauchy", "row_constant")
 CEILINGS = ("memory", "fp32", "fp16")
+# [features] forbidden_headers when a spec gives none: the device-wide algorithm libraries
+DEFAULT_FORBIDDEN_HEADERS = ("cub/", "thrust/")
 NAME_RE = re.compile(r"^ex(\d\d)_[a-z0-9_]+$")
 
 
@@ -209,6 +211,10 @@ class Spec:
     required_ptx: tuple[str, ...] = ()      # regexes the PTX of kernel.cu must match (e.g. mma)
     forbidden_libraries: tuple[str, ...] = ()  # shared libraries the worker must not load (e.g. libcublas)
     allowed_kernels: tuple[str, ...] = ()   # fnmatch patterns: kernels not of kernel.cu (or traced copies) a graded call may run
+    # header folders whose device code a kernel of the submission may not inline (matched against
+    # the files its PTX line information names): CUB's and Thrust's algorithms (cub::BlockReduce,
+    # cub::AgentScan, ...) would do the exercise's work inside a kernel the student only wraps
+    forbidden_headers: tuple[str, ...] = DEFAULT_FORBIDDEN_HEADERS
 
     @property
     def arg_order(self) -> tuple[str, ...]:
@@ -366,7 +372,8 @@ class _Parser:
         self.only(comp, "compile", ("options",))
         options = self.str_list(comp, "compile", "options")
         feats = self.table(self.raw.get("features"), "features", required=False)
-        self.only(feats, "features", ("required", "forbidden", "required_ptx", "forbidden_libraries", "allowed_kernels"))
+        self.only(feats, "features", ("required", "forbidden", "required_ptx", "forbidden_libraries", "allowed_kernels",
+                                      "forbidden_headers"))
         required = self.str_list(feats, "features", "required")
         forbidden = self.str_list(feats, "features", "forbidden")
         required_ptx = self.str_list(feats, "features", "required_ptx")
@@ -381,6 +388,12 @@ class _Parser:
                 raise self.err("features", f"allowed_kernels entry {pattern!r} is not a kernel name pattern",
                                'give kernel names, * for any characters (e.g. "cupy_copy*"), or a traced copy '
                                'as "<memcpy:FUNCTION>" (e.g. "<memcpy:cudaMemcpyAsync*>")')
+        forbidden_headers = (self.str_list(feats, "features", "forbidden_headers") if "forbidden_headers" in feats
+                             else list(DEFAULT_FORBIDDEN_HEADERS))
+        for folder in forbidden_headers:
+            if not re.fullmatch(r"[A-Za-z0-9_.+-]+(/[A-Za-z0-9_.+-]+)*/", folder):
+                raise self.err("features", f"forbidden_headers entry {folder!r} is not a header folder",
+                               'give folders as they appear in #include lines, ending in "/" (e.g. "cub/")')
         for pattern in required + forbidden + required_ptx:
             try:
                 re.compile(pattern)
@@ -403,7 +416,8 @@ class _Parser:
                     equal_nan=equal_nan, benchmarks=benchmarks, ceiling=ceiling, performance=performance,
                     compile_options=tuple(options), required=tuple(required), forbidden=tuple(forbidden),
                     required_ptx=tuple(required_ptx), forbidden_libraries=tuple(forbidden_libraries),
-                    allowed_kernels=tuple(allowed_kernels), points_correctness=p_corr, points_performance=p_perf, limits=limits, scalars=scalars,
+                    allowed_kernels=tuple(allowed_kernels), forbidden_headers=tuple(forbidden_headers),
+                    points_correctness=p_corr, points_performance=p_perf, limits=limits, scalars=scalars,
                     order=order, types=types, declared_hidden=declared_hidden)
 
     def str_list(self, data: dict, fld: str, key: str) -> list[str]:

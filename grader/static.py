@@ -273,12 +273,16 @@ def check_solution_py(path: Path, nargs: int) -> list[str]:
                  else [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else [])
         for name in names:
             top = name.split(".")[0]
+            here = path.parent   # the worker puts the submission folder on sys.path: its own modules import
             try:
-                missing = top not in sys.modules and importlib.util.find_spec(top) is None
+                missing = (top not in sys.modules and not (here / f"{top}.py").is_file() and not (here / top).is_dir()
+                           and importlib.util.find_spec(top) is None)
             except (ValueError, ImportError):   # a module without a spec (__main__): it is there
                 missing = False
             if missing:
-                problems.append(f"solution.py:{node.lineno}: imports {name!r}, which is not installed here")
+                problems.append(f"solution.py:{node.lineno}: imports {name!r}, which is not installed here; fix: "
+                                f"use only the course's packages (see pyproject.toml) or put the module in the "
+                                f"submission folder")
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name == "solve":
             a = node.args
@@ -288,7 +292,8 @@ def check_solution_py(path: Path, nargs: int) -> list[str]:
                 problems.append(f"solution.py:{node.lineno}: solve takes {positional} positional arguments; "
                                 f"the exercise passes {nargs} (inputs then outputs)")
             return problems
-    return problems + ["solution.py: defines no function solve(*inputs, *outputs)"]
+    return problems + ["solution.py: defines no function solve(*inputs, *outputs); fix: define solve at the top level "
+                       "of solution.py, taking the exercise's inputs then outputs (see the template)"]
 
 
 def check_kernel_names(kernel: Path, solution: Path) -> list[str]:
@@ -344,6 +349,12 @@ def static_report(spec: Spec, submission: Path, arch: str = "sm_90") -> StaticRe
                         "as <vector>)")
     else:
         skipped.append(f"compiling kernel.cu: it was NOT compiled ({why_not}; nvcc is not on PATH either)")
+    if spec.forbidden_headers and compiler is not None and not errs:
+        from grader.sandbox.kernel_trace import base_name, library_code
+        ptx = ptx_of(submission / "kernel.cu", spec.compile_options, arch) or ""
+        problems += [f"kernel.cu: kernel {base_name(entry)} inlines device code of {header}, a library this exercise "
+                     f"forbids ([features] forbidden_headers): write that part yourself"
+                     for entry, header in library_code(ptx, spec.forbidden_headers).items()]
     if spec.required_ptx and not problems and compiler is not None:
         ptx = ptx_of(submission / "kernel.cu", spec.compile_options, arch)
         missing = [p for p in spec.required_ptx if ptx is not None and not re.search(p, ptx)]

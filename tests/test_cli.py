@@ -71,6 +71,46 @@ def test_compile_only_accepts_imports_of_modules_without_a_spec(runner, tmp_path
     assert out.exit_code == 0, out.output
 
 
+def test_compile_only_accepts_a_helper_module_of_the_submission(runner, tmp_path):
+    """solution.py importing a module that sits beside it (the worker puts the folder on
+    sys.path) is fine; an uninstalled package still is not, with the fix named."""
+    import shutil
+    sub = tmp_path / "sub"
+    shutil.copytree(ROOT / "student_template" / "ex01_vector_add", sub)
+    (sub / "mycfg.py").write_text("BLOCK = 256\n")
+    sol = sub / "solution.py"
+    sol.write_text("import mycfg\n" + sol.read_text())
+    out = runner.invoke(cli.main, ["ex01", "--root", str(ROOT), "--compile-only", "--submission", str(sub)])
+    assert out.exit_code == 0 and "mycfg" not in out.output, out.output
+    sol.write_text("import nopackage_xyz\n" + sol.read_text())
+    out = runner.invoke(cli.main, ["ex01", "--root", str(ROOT), "--compile-only", "--submission", str(sub)])
+    assert "imports 'nopackage_xyz', which is not installed here; fix:" in out.output, out.output
+
+
+def test_compile_only_refuses_kernels_that_inline_cub(runner, tmp_path):
+    """A kernel that only wraps cub::BlockReduce is refused before any GPU time ([features]
+    forbidden_headers, "cub/" by default), with the kernel and the header named."""
+    from grader.static import nvrtc_unavailable
+    if nvrtc_unavailable() is not None:
+        pytest.skip("NVRTC cannot be loaded on this machine")
+    import shutil
+    sub = tmp_path / "sub"
+    shutil.copytree(ROOT / "student_template" / "ex04_reduction", sub)
+    (sub / "kernel.cu").write_text(
+        "#include <cub/block/block_reduce.cuh>\n"
+        'extern "C" __global__ void block_sum(const float* x, float* out, int n) {\n'
+        "  typedef cub::BlockReduce<float, 256> BR;\n  __shared__ typename BR::TempStorage tmp;\n"
+        "  int i = blockIdx.x * 256 + threadIdx.x;\n  float s = BR(tmp).Sum(i < n ? x[i] : 0.f);\n"
+        "  if (threadIdx.x == 0) atomicAdd(out, s);\n}\n")
+    (sub / "solution.py").write_text("import numpy as np\nfrom grader.kernel import load\n\n"
+                                     "_k = load('kernel.cu').get_function('block_sum')\n\n\n"
+                                     "def solve(x, out):\n    _k(((x.size + 255) // 256,), (256,), (x, out, np.int32(x.size)))\n")
+    out = runner.invoke(cli.main, ["ex04", "--root", str(ROOT), "--compile-only", "--submission", str(sub)])
+    assert out.exit_code == cli.EXIT_NOT_GRADED, out.output
+    assert "block_sum inlines device code of cub/block/block_reduce.cuh" in out.output, out.output
+    assert "forbidden_headers" in out.output
+
+
 @pytest.mark.nvcc
 def test_compile_only_names_the_line_of_a_compile_error(runner, tmp_path):
     (tmp_path / "kernel.cu").write_text('extern "C" __global__ void vector_add(float* c)\n{\n  c[0] = nope;\n}\n')

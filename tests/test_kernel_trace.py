@@ -387,6 +387,15 @@ void fake_runtime_copy(int kind) {   /* cudaMemcpyAsync(dst, src, count, kind, s
     call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, CUPTI_API_ENTER,
          "cudaMemcpyAsync", 0, &params, 0);
 }
+void fake_to_symbol(int kind) {   /* cudaMemcpyToSymbol(symbol, src, count, offset, kind) */
+    struct { const void *symbol; const void *src; size_t count; size_t offset; int kind; } params = {0, 0, 4, 0, kind};
+    call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToSymbol_v3020, CUPTI_API_ENTER,
+         "cudaMemcpyToSymbol", 0, &params, 0);
+}
+void fake_reset(void) {
+    call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020, CUPTI_API_ENTER,
+         "cudaDeviceReset", 0, 0, 0);
+}
 void fake_stream_wait(void) {
     void *params[4] = {0};
     call(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuStreamWaitValue32_v2, CUPTI_API_ENTER,
@@ -421,8 +430,15 @@ fake.fake_copy()
 fake.fake_runtime_copy(1)                         # host to device: not written
 fake.fake_runtime_copy(2)                         # device to host
 fake.fake_stream_wait()
+fake.fake_to_symbol(1)                            # host to device: not written
+fake.fake_to_symbol(3)                            # device to device
 tracer.grader_trace_flush()
 print("flushed", flush=True)                      # 1: the lines, once each, then S
+step()
+fake.fake_reset()                                 # frees every module: none is own any more
+fake.fake_launch(b"mine")
+tracer.grader_trace_flush()
+print("reset", flush=True)
 step()
 fake.fake_unload(0x2000)
 fake.fake_load(0x2000)                            # the handle reused after an unload: own no more
@@ -487,8 +503,10 @@ def test_the_tracer_writes_names_at_launch_and_reports_tampering(tmp_path, monke
         L = kt.Launch
         assert f.names() == [L("mine", True), L("cupy_sum", False), L("mine", False),
                              L("<memcpy:cuMemcpy2DAsync_v2>", False), L("<memcpy:cudaMemcpyAsync>", False),
-                             L("<stream-memory-op:cuStreamWaitValue32_v2>", False)]
+                             L("<stream-memory-op:cuStreamWaitValue32_v2>", False), L("<memcpy:cudaMemcpyToSymbol>", False)]
         assert f.reported and not f.error
+        assert step() == "reset"
+        assert f.names() == [L("mine", False)] and not f.error
         assert f.status.startswith("CUPTI") and f.check_descriptor(child.pid) == ""
         assert step() == "reloaded"
         assert f.names() == [L("mine", False)] and not f.error
@@ -578,3 +596,28 @@ def test_nvml_process_queries_share_one_listing(monkeypatch):
     assert watch.device_memory_bytes([99]) is None
     fake.nvmlDeviceGetCount = lambda: 1 / 0     # NVML failing: no verdict
     assert watch.gpu_processes() is None and watch.device_memory_bytes([10]) is None
+
+
+@pytest.mark.skipif(__import__("grader.static", fromlist=["x"]).nvrtc_unavailable() is not None,
+                    reason="NVRTC cannot be loaded on this machine")
+def test_kernels_inlining_a_forbidden_library_are_not_own(tmp_path):
+    """Red-team finding (fifth session): a kernel the student only wraps around CUB's block or
+    agent algorithms (cub::BlockReduce here; cub::AgentScan for a whole single-pass scan) has
+    .loc lines in kernel.cu, yet its work is CUB's: with "cub/" forbidden it is not own, and the
+    message says which header; without, it is."""
+    from grader.static import ptx_of
+    (tmp_path / "kernel.cu").write_text(
+        "#include <cub/block/block_reduce.cuh>\n"
+        'extern "C" __global__ void block_sum(const float* x, float* out, int n) {\n'
+        "  typedef cub::BlockReduce<float, 256> BR;\n  __shared__ typename BR::TempStorage tmp;\n"
+        "  float v = 0.f;\n  for (int i = blockIdx.x * 256 + threadIdx.x; i < n; i += gridDim.x * 256) v += x[i];\n"
+        "  float s = BR(tmp).Sum(v);\n  if (threadIdx.x == 0) atomicAdd(out, s);\n}\n"
+        'extern "C" __global__ void zero(float* out) { *out = 0.f; }\n')
+    ptx = ptx_of(tmp_path / "kernel.cu", ("-std=c++17",), "sm_90")
+    assert ptx is not None
+    assert kt.library_code(ptx, ("cub/", "thrust/")) == {"block_sum": "cub/block/block_reduce.cuh"}
+    forbidding = kt.OwnKernels.of([], [ptx], folder=tmp_path, forbidden_headers=("cub/",))
+    assert foreign_names(["block_sum", "zero"], forbidding) == ["block_sum"]
+    assert "cub/block/block_reduce.cuh" in forbidding.why_not(kt.Launch("block_sum", True))
+    allowing = kt.OwnKernels.of([], [ptx], folder=tmp_path)
+    assert foreign_names(["block_sum", "zero"], allowing) == []

@@ -8,7 +8,8 @@
  * the driver and runtime APIs that the table TRACED_CBIDS lists (generated from the toolkit's
  * cupti_*_cbid.h when the library is built): every kernel launch, every memory copy but a host-to-
  * device one, the stream memory operations (cuStreamWaitValue*, cuStreamWriteValue*,
- * cuStreamBatchMemOp*) and the module loads and unloads. The callback runs on the calling host
+ * cuStreamBatchMemOp*), the module loads and unloads, and device resets and context destroys
+ * (which free modules without an unload). The callback runs on the calling host
  * thread: the GPU is not involved. (CUPTI's kernel *activity* records were tried first: on the
  * H200 they made the grader's timed kernels 4-5x slower, see benchmarks/RESULTS.md.)
  *
@@ -66,10 +67,13 @@ enum {
                            parameters (pointer-sized), 0 when it has none */
     TRACE_GRAPH,        /* a CUDA graph launch */
     TRACE_COPY,         /* a memory copy; arg 1: a runtime cudaMemcpy[Async] whose 4th parameter is
-                           its cudaMemcpyKind (host-to-device copies are not written) */
+                           its cudaMemcpyKind, arg 2: a cudaMemcpyToSymbol[Async] whose 5th is
+                           (host-to-device copies are not written) */
     TRACE_STREAM_OP,    /* a stream memory operation (wait on / write a value in memory) */
     TRACE_MODULE_LOAD,  /* cuModuleLoad*: the first parameter is the CUmodule* it fills */
-    TRACE_MODULE_UNLOAD /* cuModuleUnload: the first parameter is the CUmodule */
+    TRACE_MODULE_UNLOAD, /* cuModuleUnload: the first parameter is the CUmodule */
+    TRACE_CONTEXT_END    /* a device reset or context destroy: it frees the modules without a
+                            cuModuleUnload callback, so every own module is forgotten */
 };
 
 #include "traced_cbids.h"   /* TRACED_CBIDS[]: {domain, cbid, kind, arg}, one of the kinds above */
@@ -250,6 +254,13 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain, CU
         case TRACE_MODULE_UNLOAD:
             if (cb->callbackSite == CUPTI_API_ENTER && params) module_unloaded((CUmodule)params[0]);
             return;
+        case TRACE_CONTEXT_END:
+            if (cb->callbackSite == CUPTI_API_ENTER) {
+                pthread_mutex_lock(&lock);
+                n_own = 0;
+                pthread_mutex_unlock(&lock);
+            }
+            return;
         }
         if (cb->callbackSite != CUPTI_API_ENTER) return;
         switch (TRACED_CBIDS[i].kind) {
@@ -261,8 +272,11 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain, CU
             note('-', "<CUDA graph launch>");
             return;
         case TRACE_COPY:
-            if (arg && params && ((const struct { void *d; const void *s; size_t n; int kind; } *)params)->kind == 1)
+            if (arg == 1 && params && ((const struct { void *d; const void *s; size_t n; int kind; } *)params)->kind == 1)
                 return;   /* cudaMemcpyHostToDevice: an upload computes nothing from the inputs */
+            if (arg == 2 && params
+                && ((const struct { const void *y; const void *s; size_t n; size_t o; int kind; } *)params)->kind == 1)
+                return;
             snprintf(text, sizeof text, "<memcpy:%s>", cb->functionName ? cb->functionName : "?");
             note('-', text);
             return;

@@ -118,6 +118,9 @@ def _build(cache: Path) -> Tracer | str:
 _CBID = re.compile(r"\bCUPTI_(DRIVER|RUNTIME)_TRACE_CBID_(\w+)\s*=")
 _MODULE_LOADS = {"cuModuleLoad", "cuModuleLoadData", "cuModuleLoadDataEx", "cuModuleLoadFatBinary"}
 _STREAM_OPS = ("cuStreamWaitValue", "cuStreamWriteValue", "cuStreamBatchMemOp")
+# calls that free a context's modules without a cuModuleUnload callback (device reset, context destroy)
+_CONTEXT_ENDS = ("cuCtxDestroy", "cuCtxDetach", "cuDevicePrimaryCtxReset", "cuDevicePrimaryCtxRelease",
+                 "cuGreenCtxDestroy", "cudaDeviceReset", "cudaThreadExit")
 _RUNTIME_COPY_WITH_KIND = re.compile(r"cudaMemcpy(Async)?(_ptsz|_ptds)?_v\d+")
 
 
@@ -125,9 +128,11 @@ def traced_kind(domain: str, function: str) -> tuple[str, int] | None:
     """What the tracer does with a callback of ``function`` (its name in ``cupti_*_cbid.h``, e.g.
     ``cuLaunchKernel_ptsz``) in ``domain`` ("DRIVER" or "RUNTIME"): ``(kind, arg)`` with the kinds
     of ``kernel_trace.c`` (TRACE_LAUNCH, arg the 1-based index of the CUfunction parameter or 0;
-    TRACE_GRAPH; TRACE_COPY, arg 1 where a runtime copy's 4th parameter is its cudaMemcpyKind;
-    TRACE_STREAM_OP; TRACE_MODULE_LOAD; TRACE_MODULE_UNLOAD), or None when it is not traced
-    (host-function launches, host-to-device copies, graph construction, everything else)."""
+    TRACE_GRAPH; TRACE_COPY, arg 1 where a runtime copy's 4th parameter is its cudaMemcpyKind, 2
+    where its 5th is (cudaMemcpyToSymbol*); TRACE_STREAM_OP; TRACE_MODULE_LOAD;
+    TRACE_MODULE_UNLOAD; TRACE_CONTEXT_END, a device reset or context destroy), or None when it
+    is not traced (host-function launches, host-to-device copies by name, graph construction,
+    everything else)."""
     if "Graph" in function:
         return ("TRACE_GRAPH", 0) if "Launch" in function else None
     if "Launch" in function:
@@ -137,9 +142,13 @@ def traced_kind(domain: str, function: str) -> tuple[str, int] | None:
             return "TRACE_LAUNCH", 0
         return "TRACE_LAUNCH", 2 if function.startswith("cuLaunchKernelEx") else 1
     if "Memcpy" in function:
-        if "HtoD" in function or "HtoA" in function or "ToSymbol" in function:
+        if "HtoD" in function or "HtoA" in function:
             return None
+        if domain == "RUNTIME" and "ToSymbol" in function:
+            return "TRACE_COPY", 2   # its kind is the 5th parameter (symbol, src, count, offset, kind)
         return "TRACE_COPY", int(domain == "RUNTIME" and bool(_RUNTIME_COPY_WITH_KIND.fullmatch(function)))
+    if function.startswith(_CONTEXT_ENDS):
+        return "TRACE_CONTEXT_END", 0
     if domain == "DRIVER" and function.startswith(_STREAM_OPS):
         return "TRACE_STREAM_OP", 0
     if domain == "DRIVER" and function in _MODULE_LOADS:
@@ -400,6 +409,32 @@ def entries_from(ptx: str, folder: Path | None) -> set[str]:
     return out
 
 
+def library_code(ptx: str, folders: tuple[str, ...]) -> dict[str, str]:
+    """``{entry: header}`` for each ``.entry`` of ``ptx`` with a ``.loc`` line in a file under one
+    of the header ``folders`` (e.g. "cub/": ``.../include/cub/block/block_reduce.cuh``): device code
+    of those libraries inlined into the kernel. ``header`` is the first such file, from the
+    folder on. Needs line information in ``ptx`` (``-lineinfo``); without it, ``{}``."""
+    files = dict(_PTX_FILE.findall(ptx))
+    hits = {}
+    for n, path in files.items():
+        for folder in folders:
+            found = list(re.finditer(r"(?:^|(?<=/))" + re.escape(folder), path))
+            if found:   # the innermost: CCCL keeps cub/ under .../cub/cub/
+                hits[n] = path[found[-1].start():].lstrip("/")
+                break
+    if not hits:
+        return {}
+    starts = [m.start() for m in _PTX_FUNCTION.finditer(ptx)] + [len(ptx)]
+    out = {}
+    for a, b in zip(starts, starts[1:]):
+        m = _PTX_ENTRY.search(ptx, a, b)
+        if m:
+            header = next((hits[n] for n in _PTX_LOC.findall(ptx, a, b) if n in hits), None)
+            if header:
+                out[m.group(1)] = header
+    return out
+
+
 @dataclass(frozen=True)
 class OwnKernels:
     """The kernels a submission's graded calls may run. ``entries``: the exact (mangled) names
@@ -412,7 +447,8 @@ class OwnKernels:
     module). ``mangled``: identifiers the sources declare ``extern "C"`` under a C++ mangled name
     (``_Z...``: a library kernel's exact name), which are never own; ``uncompiled``: the ``.cu``
     files that did not compile here, for messages; ``library``: entries of its PTX whose code
-    comes from an included header, for messages. Beyond the name, a traced kernel is own only when
+    comes from an included header only, or that inline device code of a forbidden header folder
+    (``headers``: entry -> that header, see :func:`library_code`), never own. Beyond the name, a traced kernel is own only when
     its function is in one of the modules the worker loaded from the submission's ``.cu`` files
     before any submission code ran (:attr:`Launch.own_module`)."""
     entries: frozenset[str]
@@ -422,10 +458,12 @@ class OwnKernels:
     mangled: frozenset[str] = frozenset()
     uncompiled: tuple[str, ...] = ()
     library: frozenset[str] = frozenset()
+    headers: tuple[tuple[str, str], ...] = ()
 
     @staticmethod
     def of(sources: list[str], ptx: list[str], allowed: tuple[str, ...] = (), *, compiler: bool = True,
-           uncompiled: tuple[str, ...] = (), folder: Path | None = None) -> "OwnKernels":
+           uncompiled: tuple[str, ...] = (), folder: Path | None = None,
+           forbidden_headers: tuple[str, ...] = ()) -> "OwnKernels":
         """From the submission's CUDA sources (comments removed) and the PTX of its ``.cu`` files
         ("" where a file did not compile; with line information, see :func:`entries_from`, whose
         files must lie under ``folder``); ``compiler``: whether a compiler could be loaded here
@@ -438,12 +476,13 @@ class OwnKernels:
         mangled = frozenset(n for n in raw if n.startswith("_Z"))   # a C++ declaration never spells its mangling
         declared = frozenset(n for n in raw - mangled if mine(n))
         every = {n for text in ptx for n in _PTX_ENTRY.findall(text) if mine(n) and n not in mangled}
-        entries = frozenset(n for text in ptx for n in entries_from(text, folder) if n in every)
+        headers = {e: h for text in ptx for e, h in library_code(text, forbidden_headers).items()}
+        entries = frozenset(n for text in ptx for n in entries_from(text, folder) if n in every and n not in headers)
         # a template instantiation is matched by name: only templates the sources define count (a
         # declaration alone, say of cuBLAS's dot_kernel, defines nothing the submission wrote)
         templates = frozenset(n for text in sources for n in defined_kernel_names(text)) & declared
         return OwnKernels(entries, templates, frozenset() if compiler else declared, tuple(allowed), mangled,
-                          tuple(uncompiled), frozenset(every - entries))
+                          tuple(uncompiled), frozenset(every - entries), tuple(sorted(headers.items())))
 
     def names(self) -> list[str]:
         """Readable names of the submission's kernels, for messages."""
@@ -482,6 +521,10 @@ class OwnKernels:
             return f"{traced[18:-1]} is a stream memory operation: work queued behind it escapes the timing"
         if traced in self.mangled:
             return f'{base_name(traced)} is declared extern "C" under a mangled C++ name (a library kernel\'s exact name)'
+        header = dict(self.headers).get(traced)
+        if header:
+            return (f"{base_name(traced)} inlines device code of {header}, a library this exercise forbids "
+                    f"([features] forbidden_headers): write that part yourself")
         if traced in self.library:
             return f"the code of {base_name(traced)} comes from an included library header, not from the submission's files"
         if self.uncompiled and base_name(traced) in self.templates | self.fallback:
