@@ -60,6 +60,20 @@ class ClockState:
         return self.sm_mhz < 0.9 * self.max_sm_mhz
 
 
+def driver_installed() -> bool:
+    """Whether this machine has an NVIDIA driver at all: a /dev/nvidia0 device node or a
+    loadable libcuda.so.1 (the driver's user-space library)."""
+    import ctypes
+    import os
+    if os.path.exists("/dev/nvidia0"):
+        return True
+    try:
+        ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return False
+    return True
+
+
 def unavailable_reason() -> str | None:
     """None when CuPy can use a CUDA GPU here, else a one-line reason."""
     try:
@@ -71,6 +85,8 @@ def unavailable_reason() -> str | None:
     except Exception as exc:  # noqa: BLE001
         text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         if "InsufficientDriver" in text or "NoDevice" in text:
+            if not driver_installed():   # CUDA reports a missing driver as an insufficient one
+                return "no NVIDIA GPU or driver on this machine (no /dev/nvidia0, no libcuda.so.1)"
             return f"no NVIDIA GPU or driver found (CUDA says: {text})"
         return f"no usable CUDA GPU ({text})"
     return None if count > 0 else "no CUDA GPU found"

@@ -162,6 +162,20 @@ grade {first}                      # grade your kernel for that exercise (on a m
 """
 
 
+def _bundle_pyproject(src: Path, dest: Path) -> None:
+    """Copy ``pyproject.toml`` into the bundle without the course repository's pytest settings
+    (``[tool.pytest...]``: its ``testpaths`` name a tests/ folder the bundle does not have, so a
+    student's ``pytest`` would exit 5 with "no files were found")."""
+    import tomlkit
+    doc = tomlkit.parse(src.read_text())
+    tool = doc.get("tool")
+    if tool is not None and "pytest" in tool:
+        del tool["pytest"]
+        if not tool:
+            del doc["tool"]
+    dest.write_text(tomlkit.dumps(doc))
+
+
 def publish(root: Path, out: Path, exercises: list[Exercise], check_install: bool = True,
             force: bool = False) -> PublishReport:
     """Write the bundle to ``out`` and check it (see the module docstring).
@@ -188,7 +202,7 @@ def publish(root: Path, out: Path, exercises: list[Exercise], check_install: boo
     package = Path(__file__).resolve().parent  # the grader that is running: the course may not vendor it
     shutil.copytree(package, out / "grader", ignore=ignore)
     pyproject = root / "pyproject.toml" if (root / "pyproject.toml").is_file() else package.parent / "pyproject.toml"
-    shutil.copy2(pyproject, out / "pyproject.toml")
+    _bundle_pyproject(pyproject, out / "pyproject.toml")
     for doc in DOCS:
         src = next((d / doc for d in (root, package.parent) if (d / doc).is_file()), None)
         if src is not None:

@@ -95,6 +95,9 @@ def test_publish_writes_a_bundle_without_solutions_or_hidden_checks(runner, cour
     assert not (out_dir / "solutions").exists() and not (out_dir / "tests").exists()
     assert (out_dir / "student_template" / "ex90_add" / "solution.py").is_file()
     assert "python3 -m pip install -e ." in (out_dir / "README.md").read_text()
+    project = tomllib.loads((out_dir / "pyproject.toml").read_text())
+    assert project["project"]["scripts"]["grade"] == "grader.cli:main"
+    assert "pytest" not in project.get("tool", {})    # the repository's testpaths name a tests/ it lacks
     raw = tomllib.loads((out_dir / "exercises" / "ex90_add" / "spec.toml").read_text())
     assert not any(c.get("hidden") for c in raw["edge_cases"])
     assert raw["exercise"]["hidden"] == {"cases": 1, "benchmarks": 0}

@@ -177,7 +177,8 @@ class Server:
             faulthandler.cancel_dump_traceback_later()
         solve = getattr(module, "solve", None)
         if not callable(solve):
-            raise Failure("bad_submission", f"{path}: defines no function solve(*inputs, *outputs)")
+            raise Failure("bad_submission", f"{path}: defines no function solve(*inputs, *outputs); fix: define solve "
+                          f"at the top level of solution.py (see the template)")
         nargs = int(req.get("nargs", 0))
         try:
             inspect.signature(solve).bind(*range(nargs))
