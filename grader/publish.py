@@ -146,12 +146,21 @@ def student_readme(exercises: list[Exercise]) -> str:
     rows = "\n".join(f"| `{e.name}` | `student_template/{e.name}/` | `exercises/{e.name}/README.md` |" for e in exercises)
     return f"""# GPU kernel exercises
 
-Two commands, in this folder:
+In this folder, with Python 3.11 or newer, in a virtual environment (many systems refuse a
+system-wide `pip install`):
 
 ```bash
+python3 -m venv .venv && . .venv/bin/activate
 python3 -m pip install -e .     # install the grader (no GPU needed to install)
 grade {first}                      # grade your kernel for that exercise (on a machine with an NVIDIA GPU)
 ```
+
+Grading runs your kernel on an NVIDIA GPU with a driver for CUDA 13 (an older driver shows as
+`cudaErrorInsufficientDriver`). Without a GPU, `grade {first} --compile-only` still compiles and
+checks your submission. Your time is compared with the reference solution's calibrated time for
+your GPU model (`calibration/<arch>.toml`), or, for a GPU model without one, with the fraction of
+the roofline you reach. `grade --help` lists the exit codes (0: graded; 3: your submission
+could not be graded, with the reason; 4: no GPU or another problem of the machine).
 
 | exercise | your folder (edit kernel.cu and solution.py) | the assignment |
 | --- | --- | --- |
