@@ -23,7 +23,7 @@ Exit codes of `grade EXERCISE` and `grade batch`:
   3  the submission could not be graded (missing file, compile error, malformed solve)
   4  grader or environment error (no GPU, broken spec, time limit, internal error)
 `grade check` and `grade calibrate` exit 0 when everything passed, 1 otherwise."""
-FORMATS = ("text", "json", "gradescope", "junit")
+FORMATS = ("text", "json", "gradescope", "junit", "html")   # = grader.report.formats.FORMATS
 SECRET_ENV = "GRADER_SECRET"
 
 
@@ -190,9 +190,12 @@ def _tracer_refusal() -> str | None:
 @click.option("--submission", "-s", type=click.Path(), help="Folder with kernel.cu and solution.py "
               "(default: student_template/<exercise> in the course folder).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
-              help="Report format: text, json (schema grader/report/schema.json), gradescope (results.json), junit.")
+              help="Report format: text, json (schema grader/report/schema.json), gradescope (results.json), junit, "
+              "html (one self-contained page with the roofline plot).")
 @click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write the report here (always written, "
               "also when the submission crashes or the time limit hits).")
+@click.option("--plot", "plot", type=click.Path(dir_okay=False), help="Also write the roofline plot of the timed "
+              "shapes here (.png or .svg; needs matplotlib).")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False), help="Also write the JSON result here.")
 @click.option("--mode", type=click.Choice(["quick", "grading"]), default="quick", show_default=True,
               help="quick: a fast student run; grading: more cases, hidden checks, seed mixed with $GRADER_SECRET.")
@@ -236,7 +239,8 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
             seed: int, case_token: str | None, no_timing: bool, compile_only: bool, arch: str | None,
             fail_under: float | None, accept_implausible: bool, reference: bool, reference_times: str | None,
             time_limit: float | None, case_limit: float | None, sanitize: bool, sanitize_tools: str | None,
-            hide: tuple[str, ...], allow_unisolated: bool, root: str | None, backend: str) -> None:
+            hide: tuple[str, ...], allow_unisolated: bool, root: str | None, backend: str,
+            plot: str | None = None) -> None:
     """Grade one exercise: EXERCISE is 7, ex07 or ex07_softmax."""
     from grader.spec import SpecError, load_spec
 
@@ -348,6 +352,8 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
     from grader.report.formats import render, write
     if json_out:
         write(render(result, "json", code), Path(json_out))
+    if plot:
+        _write_plot(result, Path(plot))
     if fmt == "text":
         from grader.report.text import render as render_text
         render_text(result, Console())
@@ -360,6 +366,15 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
         else:
             click.echo(text)
     sys.exit(code)
+
+
+def _write_plot(result, path: Path) -> None:  # type: ignore[no-untyped-def]
+    """--plot: write the roofline plot, or say in one line why it was not written (the grade stands)."""
+    from grader.report import roofline_plot
+    try:
+        roofline_plot.write(result, path)
+    except (roofline_plot.PlotUnavailable, OSError) as exc:
+        click.echo(f"grade: no roofline plot written: {exc}", err=True)
 
 
 def _sanitize_options(tools: str | None, compile_only: bool, backend: str, fmt: str) -> tuple[str, ...]:

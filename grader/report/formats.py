@@ -1,4 +1,4 @@
-"""Write a grade in one of the result formats: text, json, gradescope, junit."""
+"""Write a grade in one of the result formats: text, json, gradescope, junit, html."""
 from __future__ import annotations
 
 import json
@@ -8,7 +8,7 @@ from rich.console import Console
 
 from grader.grade import GradeResult
 
-FORMATS = ("text", "json", "gradescope", "junit")
+FORMATS = ("text", "json", "gradescope", "junit", "html")
 
 
 def render(result: GradeResult, fmt: str, exit_code: int) -> str:
@@ -22,6 +22,9 @@ def render(result: GradeResult, fmt: str, exit_code: int) -> str:
     if fmt == "junit":
         from grader.report import junit
         return junit.to_xml(result)
+    if fmt == "html":
+        from grader.report import html
+        return html.to_html(result, exit_code)
     from io import StringIO
     from grader.report.text import render as render_text
     buf = StringIO()
@@ -44,6 +47,9 @@ def render_error(fmt: str, exercise: str, submission: str, kind: str, message: s
     if fmt == "junit":
         from grader.report import junit
         return junit.error_xml(exercise, kind, message, exit_code)
+    if fmt == "html":
+        from grader.report import html
+        return html.error_html(exercise, submission, kind, message, exit_code)
     return f"{exercise}: not graded ({kind}): {message}\n"
 
 

@@ -1,0 +1,100 @@
+"""The HTML report of one grade: a single self-contained page (inline CSS and SVG, no script, no
+network access needed to view it) with the result, the smallest failing case and its repro line,
+the timing table, the roofline plot (:mod:`grader.report.roofline_plot`, when matplotlib is
+installed) and the kernels' resources. Every value from the grade is HTML-escaped."""
+from __future__ import annotations
+
+from html import escape
+
+from grader.grade import GradeResult
+
+_CSS = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 60em; color: #222; }
+h1 { font-size: 1.4em; margin-bottom: 0.2em; } h2 { font-size: 1.1em; margin-top: 1.6em; }
+table { border-collapse: collapse; margin: 0.5em 0; } th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; }
+th { background: #f3f3f3; text-align: left; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
+.score { font-size: 1.2em; font-weight: bold; } .fail { color: #a00; } .ok { color: #070; }
+.flag { background: #fff4d6; padding: 0.3em 0.6em; margin: 0.2em 0; } code, pre { background: #f6f6f6; }
+pre { padding: 0.5em; overflow-x: auto; } .meta { color: #666; font-size: 0.85em; }
+"""
+
+
+def _num(x: float | None, fmt: str) -> str:
+    return "-" if x is None else format(x, fmt)
+
+
+def _table(head: list[str], rows: list[list[str]], numeric_from: int = 1, cls: str = "") -> str:
+    """An HTML table; ``rows`` hold already-escaped cells."""
+    out = [f'<table class="{cls}"><tr>' + "".join(f"<th>{escape(h)}</th>" for h in head) + "</tr>"]
+    for r in rows:
+        out.append("<tr>" + "".join(f'<td class="num">{c}</td>' if i >= numeric_from else f"<td>{c}</td>"
+                                    for i, c in enumerate(r)) + "</tr>")
+    out.append("</table>")
+    return "\n".join(out)
+
+
+def _plot(result: GradeResult) -> str:
+    from grader.report import roofline_plot
+    try:
+        return f'<div class="plot">{roofline_plot.svg(result)}</div>'
+    except roofline_plot.PlotUnavailable as exc:
+        return f'<p class="meta">No roofline plot: {escape(str(exc))}</p>'
+
+
+def to_html(result: GradeResult, exit_code: int) -> str:
+    """The page for a grade (a complete HTML document)."""
+    r, s = result, result.score
+    parts = [f"<h1>{escape(r.exercise)}: {escape(r.title)}</h1>",
+             f'<p class="meta">submission {escape(r.submission)} · {escape(r.started)} · exit code {exit_code}</p>']
+    if r.status != "graded":
+        parts.append(f'<p class="score fail">Not graded ({escape(r.reason_kind)}): {escape(r.reason)}</p>')
+    else:
+        parts.append(f'<p class="score">{s.total:.1f} / {s.maximum:.0f} points: correctness {s.correctness:.1f} of '
+                     f'{s.correctness_max:.0f}, performance {s.performance:.1f} of {s.performance_max:.0f}'
+                     f'{" (basis: " + escape(s.basis) + ")" if s.basis else ""}</p>')
+    parts += [f'<div class="flag">{escape(f)}</div>' for f in r.flags]
+    if r.cases:
+        failed = [c for c in r.cases if not c.passed]
+        parts.append("<h2>Correctness</h2>")
+        parts.append(f'<p class="{"fail" if failed else "ok"}">{len(r.cases) - len(failed)} of {len(r.cases)} '
+                     f'cases passed{f" ({r.hidden_cases} hidden)" if r.hidden_cases else ""}.</p>')
+        f = r.smallest_failure
+        if f is not None:
+            parts.append(f"<p>Smallest failing case: {escape(f.description)}</p><pre>{escape(f.message)}</pre>")
+            if r.repro:
+                parts.append(f"<p>Reproduce it: <code>{escape(r.repro)}</code></p>")
+    if r.benchmarks:
+        rows = []
+        for b in r.benchmarks:
+            st = b.submission.stats
+            ref = b.reference.time_ms if b.reference and b.reference.time_ms else b.calibrated_ms
+            rows.append([escape(b.name), _num(st.median_ms if st else None, ".4f"), _num(st.iqr_ms if st else None, ".4f"),
+                         _num(b.gbps, ",.0f"), _num(b.tflops, ",.2f"),
+                         "-" if b.ceiling_fraction is None else f"{b.ceiling_fraction:.0%}", _num(ref, ".4f"),
+                         _num(b.ratio, ".2f")])
+        parts += ["<h2>Timing</h2>",
+                  _table(["shape", "median ms", "IQR ms", "GB/s", "TFLOP/s", "% roofline", "reference ms", "ratio"],
+                         rows, cls="timing"),
+                  "<h2>Roofline</h2>", _plot(r)]
+    if r.kernels:
+        keys = ["name", "registers", "shared_bytes", "local_bytes", "max_threads"]
+        parts += ["<h2>Kernels</h2>",
+                  _table(["kernel", "registers", "shared B", "local B", "max threads"],
+                         [[escape(str(k.get(key, "-"))) for key in keys] for k in r.kernels], cls="kernels")]
+    device = r.device.name if r.device is not None else "no GPU"
+    parts.append(f'<p class="meta">{escape(device)} · seed {r.seed} · {escape(r.isolation)} · '
+                 f'{" · ".join(f"{escape(k)} {escape(str(v))}" for k, v in r.versions.items())}</p>')
+    return _page(f"{r.exercise}: {s.total:.1f} / {s.maximum:.0f}" if r.status == "graded" else f"{r.exercise}: not graded",
+                 "\n".join(parts))
+
+
+def error_html(exercise: str, submission: str, kind: str, message: str, exit_code: int) -> str:
+    """The page for a grade that could not run."""
+    body = (f"<h1>{escape(exercise)}</h1><p class=\"meta\">submission {escape(submission)} · exit code {exit_code}</p>"
+            f'<p class="score fail">Not graded ({escape(kind)}): {escape(message)}</p>')
+    return _page(f"{exercise}: not graded", body)
+
+
+def _page(title: str, body: str) -> str:
+    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
+            f"<style>{_CSS}</style></head>\n<body>\n{body}\n</body></html>\n")
