@@ -13,7 +13,9 @@ Each (student, exercise) is graded by its own ``grade`` process (so a crash or h
 touches another), one at a time per GPU. The reference solutions are timed once per run and shared
 (``reference-times-<arch>.toml`` in the output folder, in the calibration format); without
 ``solutions/`` the calibration file is used. Results go to ``OUT/<student>/<exercise>.json`` plus
-the student's report in the chosen format, then ``summary.csv`` and ``summary.json``. A result
+the student's report in the chosen format and the roofline plot (``<exercise>.roofline.svg``, when a
+shape was timed), then ``summary.csv``, ``summary.json`` and ``index.html`` (every row linked to its
+report, and the score distribution per exercise). A result
 file is written atomically, so an interrupted run is resumed by running the same command again:
 finished results are not redone.
 """
@@ -33,7 +35,7 @@ from typing import Callable
 
 from grader.spec import Exercise
 
-EXTENSIONS = {"text": "txt", "json": "json", "gradescope": "gradescope.json", "junit": "junit.xml"}
+EXTENSIONS = {"text": "txt", "json": "json", "gradescope": "gradescope.json", "junit": "junit.xml", "html": "html"}
 
 
 @dataclass(frozen=True)
@@ -105,7 +107,8 @@ def run_job(job: Job, out: Path, root: Path, gpu: str | None, fmt: str, referenc
     tmp_json = folder / f"{job.exercise.name}.json.partial"
     cmd = [sys.executable, "-m", "grader.cli", job.exercise.name, "--root", str(root), "--submission",
            str(job.folder.resolve()), "--format", fmt, "--output", str(report), "--json", str(tmp_json),
-           "--no-reference", "--hide", str(job.folder.resolve().parent.parent), "--hide", str(out.resolve()), *extra]
+           "--no-reference", "--hide", str(job.folder.resolve().parent.parent), "--hide", str(out.resolve()),
+           "--plot", str(folder / f"{job.exercise.name}.roofline.svg"), *extra]
     if reference_times is not None:
         cmd += ["--reference-times", str(reference_times)]
     env = dict(os.environ)
@@ -232,7 +235,7 @@ def _summary_fields(r: Row) -> dict:
 
 
 def write_summaries(out: Path, rows: list[Row]) -> None:
-    """summary.csv and summary.json in ``out`` (each written atomically)."""
+    """summary.csv, summary.json and index.html in ``out`` (each written atomically)."""
     fields = list(Row.__dataclass_fields__)
     with open(out / "summary.csv.partial", "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=fields)
@@ -240,5 +243,8 @@ def write_summaries(out: Path, rows: list[Row]) -> None:
         for r in rows:
             w.writerow(_summary_fields(r))
     os.replace(out / "summary.csv.partial", out / "summary.csv")
-    _atomic_write(out / "summary.json", json.dumps({"generated": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    generated = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    _atomic_write(out / "summary.json", json.dumps({"generated": generated,
                                                     "rows": [_summary_fields(r) for r in rows]}, indent=2))
+    from grader.report.html import class_index
+    _atomic_write(out / "index.html", class_index([_summary_fields(r) for r in rows], generated))

@@ -333,6 +333,19 @@ def test_batch_grades_everyone_and_resumes_after_an_interruption(runner, tmp_pat
     csv_lines = (res / "summary.csv").read_text().splitlines()
     assert csv_lines[0].startswith("student,exercise,status,score") and len(csv_lines) == 5
     assert csv_lines[0].endswith(",reason") and all(not ln.endswith(",") for ln in csv_lines)
+    index = (res / "index.html").read_text()    # the class page: each row linked, the distribution
+    assert '<a href="alice/ex90_add.txt">alice</a>' in index and "<h2>ex90_add</h2>" in index
+    assert "3 scored (1 without a score)" in index     # dave has no folder: no score to count
+    assert (res / "alice" / "ex90_add.roofline.svg").is_file()    # alice's kernel was timed
+
+
+def test_batch_writes_html_reports(runner, tmp_path):
+    subs, res = _submissions(tmp_path), tmp_path / "res"
+    out = runner.invoke(cli.main, ["batch", str(subs), "--root", str(COURSE), "--backend", "host", "--out", str(res),
+                                   "--exercises", "ex90", "--format", "html"])
+    assert out.exit_code == 0, out.output
+    assert (res / "alice" / "ex90_add.html").read_text().startswith("<!DOCTYPE html>")
+    assert '<a href="alice/ex90_add.html">alice</a>' in (res / "index.html").read_text()
 
 
 def test_batch_without_a_gpu_records_what_the_static_checks_find_then_exits_4(runner, tmp_path, monkeypatch):

@@ -94,6 +94,15 @@ def test_the_page_opens_in_a_headless_browser_without_console_errors(graded, tmp
     dom, console = _open(page)
     assert "<svg" in dom and dom.count("<table") >= 1 and "% roofline" in dom
     assert not console, console
+    index = tmp_path / "index.html"
+    index.write_text(html_report.class_index(
+        [{"student": "<alice>", "exercise": "ex07_softmax", "status": "graded", "score": 91.5, "max_score": 100.0,
+          "report": "alice/ex07_softmax.html", "reason": "correct"},
+         {"student": "bob", "exercise": "ex07_softmax", "status": "error", "score": None, "max_score": 100.0,
+          "report": "", "reason": "no GPU"}], "2026-12-01T12:00:00+0000"))
+    dom, console = _open(index)
+    assert "&lt;alice&gt;" in dom and "1 scored (1 without a score)" in dom and "90-100%" in dom
+    assert not console, console
     bad = tmp_path / "bad.html"   # the check itself: a page with a script error is seen
     bad.write_text("<!DOCTYPE html><html><body><script>undefinedFunction();</script></body></html>")
     assert any("undefinedFunction" in ln for ln in _open(bad)[1])

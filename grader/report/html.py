@@ -4,7 +4,9 @@ the timing table, the roofline plot (:mod:`grader.report.roofline_plot`, when ma
 installed) and the kernels' resources. Every value from the grade is HTML-escaped."""
 from __future__ import annotations
 
+import statistics
 from html import escape
+from typing import Any
 
 from grader.grade import GradeResult
 
@@ -14,6 +16,7 @@ h1 { font-size: 1.4em; margin-bottom: 0.2em; } h2 { font-size: 1.1em; margin-top
 table { border-collapse: collapse; margin: 0.5em 0; } th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; }
 th { background: #f3f3f3; text-align: left; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .score { font-size: 1.2em; font-weight: bold; } .fail { color: #a00; } .ok { color: #070; }
+.bar { background: #4a7bd0; height: 0.8em; display: inline-block; }
 .flag { background: #fff4d6; padding: 0.3em 0.6em; margin: 0.2em 0; } code, pre { background: #f6f6f6; }
 pre { padding: 0.5em; overflow-x: auto; } .meta { color: #666; font-size: 0.85em; }
 """
@@ -93,6 +96,42 @@ def error_html(exercise: str, submission: str, kind: str, message: str, exit_cod
     body = (f"<h1>{escape(exercise)}</h1><p class=\"meta\">submission {escape(submission)} · exit code {exit_code}</p>"
             f'<p class="score fail">Not graded ({escape(kind)}): {escape(message)}</p>')
     return _page(f"{exercise}: not graded", body)
+
+
+def class_index(rows: list[dict[str, Any]], generated: str) -> str:
+    """The class page of ``grade batch``: per exercise, the score distribution (graded rows:
+    count, median, mean, min, max, and a histogram in tenths of the maximum); then every row
+    (student, exercise, status, score, the reason) linked to its report. ``rows`` are the summary
+    rows (``summary.json``), a row without a score (status "error") counted apart."""
+    parts = [f"<h1>Class results</h1><p class=\"meta\">{len(rows)} results · generated {escape(generated)}</p>"]
+    for ex in sorted({r["exercise"] for r in rows}):
+        mine = [r for r in rows if r["exercise"] == ex]
+        scored = [r for r in mine if r.get("score") is not None and r.get("max_score")]
+        parts.append(f"<h2>{escape(ex)}</h2>")
+        if not scored:
+            parts.append(f"<p>No scores ({len(mine)} rows, none graded).</p>")
+            continue
+        fracs = [r["score"] / r["max_score"] for r in scored]
+        pts = [r["score"] for r in scored]
+        top = scored[0]["max_score"]
+        parts.append(f"<p>{len(scored)} scored ({len(mine) - len(scored)} without a score): median "
+                     f"{statistics.median(pts):.1f}, mean {statistics.fmean(pts):.1f}, min {min(pts):.1f}, "
+                     f"max {max(pts):.1f} of {top:.0f}.</p>")
+        counts = [0] * 10
+        for f in fracs:
+            counts[min(9, int(f * 10))] += 1
+        hist = [[f"{10 * i}-{10 * i + 10}%", str(n), f'<span class="bar" style="width:{12 * n}px"></span>']
+                for i, n in enumerate(counts)]
+        parts.append(_table(["score", "students", ""], hist, numeric_from=1, cls="histogram"))
+    body = []
+    for r in rows:
+        score = "-" if r.get("score") is None else f"{r['score']:.1f}"
+        report = escape(r.get("report") or "")
+        name = f'<a href="{report}">{escape(r["student"])}</a>' if report else escape(r["student"])
+        body.append([name, escape(r["exercise"]), escape(r["status"]), escape(str(r.get("reason", ""))[:200]), score])
+    parts += ["<h2>Every result</h2>", _table(["student", "exercise", "status", "reason", "score"], body,
+                                               numeric_from=4, cls="rows")]
+    return _page("Class results", "\n".join(parts))
 
 
 def _page(title: str, body: str) -> str:
