@@ -15,7 +15,7 @@ touches another), one at a time per GPU. The reference solutions are timed once 
 ``solutions/`` the calibration file is used. Results go to ``OUT/<student>/<exercise>.json`` plus
 the student's report in the chosen format and the roofline plot (``<exercise>.roofline.svg``, when a
 shape was timed), then ``summary.csv``, ``summary.json`` and ``index.html`` (every row linked to its
-report, and the score distribution per exercise). A result
+report, and the score distribution per exercise), and a line per finished grade in ``batch.log``. A result
 file is written atomically, so an interrupted run is resumed by running the same command again:
 finished results are not redone.
 """
@@ -208,9 +208,11 @@ def run_batch(jobs: list[Job], out: Path, root: Path, gpus: list[str | None], fm
                 job = todo.get_nowait()
             except queue.Empty:
                 return
+            t0 = time.perf_counter()
             data = run_job(job, out, root, gpu, fmt, reference_times, extra)
             with lock:
-                rows[(job.student, job.exercise.name)] = row(job, data, False, out, fmt)
+                rows[(job.student, job.exercise.name)] = r = row(job, data, False, out, fmt)
+                _log(out, r, gpu, time.perf_counter() - t0)
                 on_done(job, data)
 
     threads = [threading.Thread(target=work, args=(g,), daemon=True) for g in gpus]
@@ -223,6 +225,16 @@ def run_batch(jobs: list[Job], out: Path, root: Path, gpus: list[str | None], fm
     ordered = [rows[(j.student, j.exercise.name)] for j in everyone if (j.student, j.exercise.name) in rows]
     write_summaries(out, ordered)
     return ordered
+
+
+def _log(out: Path, r: Row, gpu: str | None, seconds: float) -> None:
+    """Append one line for a finished grade to ``out/batch.log`` (tab-separated: time, student,
+    exercise, status, score, exit code, GPU, seconds, reason)."""
+    score = "-" if r.score is None or r.status == "error" else f"{r.score:g}"
+    fields = [time.strftime("%Y-%m-%dT%H:%M:%S%z"), r.student, r.exercise, r.status, score, str(r.exit_code),
+              gpu if gpu is not None else "-", f"{seconds:.1f}", r.reason.replace("\t", " ").replace("\n", " ")[:300]]
+    with open(out / "batch.log", "a") as fh:
+        fh.write("\t".join(fields) + "\n")
 
 
 def _summary_fields(r: Row) -> dict:

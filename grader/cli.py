@@ -5,6 +5,7 @@ import os
 import shlex
 import signal
 import sys
+import time
 from pathlib import Path
 
 import click
@@ -776,12 +777,22 @@ def batch_cmd(submissions: str, names: str, gpus: str, out: str, fmt: str, mode:
              + (["--allow-unisolated"] if allow_unisolated else []))
     reference_times = _shared_reference_times(r, exs, out_dir, info) if info is not None else None
     console = Console()
-    with Progress(console=console) as bar:
-        task = bar.add_task("grading", total=len(jobs))
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    failures, started = [0], time.perf_counter()
+
+    def done(job: gb.Job, data: dict) -> None:
+        failures[0] += data.get("status") != "graded" or not data.get("correct")
+        n = bar.tasks[0].completed + 1
+        rate = n / max(time.perf_counter() - started, 1e-9) * 60
+        bar.update(task, advance=1, description=f"{job.student}/{job.exercise.name}", failures=failures[0],
+                   rate=f"{rate:.1f}/min")
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[rate]}"),
+                  TextColumn("[red]{task.fields[failures]} not correct[/]"), TimeElapsedColumn(), TextColumn("ETA"),
+                  TimeRemainingColumn(), console=console) as bar:
+        task = bar.add_task("grading", total=len(jobs), failures=0, rate="-")
         rows = gb.run_batch(jobs, out_dir, r, gpu_list if backend != "host" else [None], fmt, reference_times,
-                            extra, on_done=lambda j, d: bar.update(task, advance=1,
-                                                                   description=f"{j.student}/{j.exercise.name}"),
-                            missing=missing)
+                            extra, on_done=done, missing=missing)
     from rich.table import Table
     t = Table(show_edge=False)
     for col in ("student", "exercise", "status", "score", "correct", "speed", "flags", "reused"):
@@ -791,7 +802,8 @@ def batch_cmd(submissions: str, names: str, gpus: str, out: str, fmt: str, mode:
         t.add_row(row.student, row.exercise, status, "-" if row.score is None else f"{row.score:g}", "yes" if row.correct else "no",
                   f"{row.speed:.2f}" if row.speed else "-", str(row.flags), "yes" if row.reused else "")
     console.print(t)
-    console.print(f"{len(rows)} results in {out_dir} (summary.csv, summary.json)")
+    console.print(f"{len(rows)} results in {out_dir} (summary.csv, summary.json, index.html; one line per "
+                  f"finished grade in batch.log)")
     if missing:
         console.print(f"[yellow]{len(missing)} student/exercise pair(s) had no folder: status 'missing', score 0[/]")
     if any(row.status == "error" for row in rows):

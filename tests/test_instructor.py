@@ -337,6 +337,8 @@ def test_batch_grades_everyone_and_resumes_after_an_interruption(runner, tmp_pat
     assert '<a href="alice/ex90_add.txt">alice</a>' in index and "<h2>ex90_add</h2>" in index
     assert "3 scored (1 without a score)" in index     # dave has no folder: no score to count
     assert (res / "alice" / "ex90_add.roofline.svg").is_file()    # alice's kernel was timed
+    log = [ln.split("\t") for ln in (res / "batch.log").read_text().splitlines()]
+    assert [(f[1], f[3]) for f in log] == [("alice", "graded"), ("bob", "graded"), ("carol", "graded"), ("bob", "graded")]
 
 
 def test_batch_writes_html_reports(runner, tmp_path):
