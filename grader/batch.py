@@ -185,9 +185,11 @@ def static_rows(jobs: list[Job], missing: list[Job], no_gpu: str, arch: str = "s
 
 def run_batch(jobs: list[Job], out: Path, root: Path, gpus: list[str | None], fmt: str,
               reference_times: Path | None, extra: list[str],
-              on_done: Callable[[Job, dict], None] = lambda j, d: None, missing: list[Job] = ()) -> list[Row]:
-    """Grade every unfinished job (one thread per GPU) and write the summaries (with a "missing"
-    row for each pair in ``missing``)."""
+              on_done: Callable[[Job, dict], None] = lambda j, d: None, missing: list[Job] = (),
+              write: bool = True) -> list[Row]:
+    """Grade every unfinished job (one thread per GPU) and, when ``write``, write the summaries
+    (with a "missing" row for each pair in ``missing``); a cluster job (grader.cluster) leaves
+    them to the process that submitted it."""
     out.mkdir(parents=True, exist_ok=True)
     rows: dict[tuple[str, str], Row] = {}
     for job in missing:
@@ -223,8 +225,36 @@ def run_batch(jobs: list[Job], out: Path, root: Path, gpus: list[str | None], fm
             t.join(0.2)
     everyone = sorted([*jobs, *missing], key=lambda j: (j.student, j.exercise.name))
     ordered = [rows[(j.student, j.exercise.name)] for j in everyone if (j.student, j.exercise.name) in rows]
-    write_summaries(out, ordered)
+    if write:
+        write_summaries(out, ordered)
     return ordered
+
+
+def collect(jobs: list[Job], missing: list[Job], out: Path, fmt: str, failed: dict[tuple[str, str], str]) -> list[Row]:
+    """The summary rows from the results on disk (grades run elsewhere, e.g. cluster jobs), written
+    as the summaries: a pair without a result is an "error" row (no score) whose reason is
+    ``failed``'s entry for it, else that its job did not finish."""
+    rows = [_missing_row(j) for j in missing]
+    for job in jobs:
+        data = finished(out, job)
+        if data is not None:
+            rows.append(row(job, data, False, out, fmt))
+        else:
+            why = failed.get((job.student, job.exercise.name), "not graded: its cluster job did not finish")
+            rows.append(Row(job.student, job.exercise.name, "error", None, job_max(job), False, 0.0, 0.0, None, 0, 4,
+                            False, "", f"{why}; re-run the same command to grade it"))
+    rows.sort(key=lambda r: (r.student, r.exercise))
+    write_summaries(out, rows)
+    return rows
+
+
+def job_max(job: Job) -> float | None:
+    """The exercise's total points, None when its spec cannot be read."""
+    from grader.spec import SpecError, load_spec
+    try:
+        return load_spec(job.exercise.spec_path).total_points
+    except (SpecError, OSError):
+        return None
 
 
 def _log(out: Path, r: Row, gpu: str | None, seconds: float) -> None:

@@ -731,12 +731,26 @@ def new_cmd(name: str, source: str | None, root: str | None) -> None:
 @click.option("--case-limit", type=float, default=None, help="Seconds for one call of solve (default: the spec's).")
 @click.option("--allow-unisolated", is_flag=True, help="Grade in --mode grading even where the workers cannot be "
               "isolated from the course files or their kernels cannot be traced; each report says so.")
+@click.option("--executor", type=click.Choice(["local", "slurm", "debug"]), default="local", show_default=True,
+              help="local: grade here, one worker per --gpus entry; slurm: split the work into Slurm jobs through "
+              "submitit (this process waits, then writes the summaries; needs submitit); debug: the same jobs run "
+              "in this process through submitit (a dry run).")
+@click.option("--partition", default=None, help="With --executor slurm: the Slurm partition (default: the cluster's).")
+@click.option("--gpus-per-job", type=click.IntRange(min=1), default=1, show_default=True,
+              help="With --executor slurm: GPUs each job asks for (one worker each).")
+@click.option("--per-job", type=click.IntRange(min=1), default=50, show_default=True,
+              help="With --executor slurm: student/exercise pairs per job.")
+@click.option("--job-minutes", type=click.IntRange(min=1), default=120, show_default=True,
+              help="With --executor slurm: each job's time limit in minutes (a job cut short is resumed by "
+              "running the same command again).")
 @root_option
 @click.option("--backend", type=click.Choice(["auto", "cuda", "host"]), default="auto", hidden=True)
 def batch_cmd(submissions: str, names: str, gpus: str, out: str, fmt: str, mode: str, fail_under: float | None,
-              case_limit: float | None, allow_unisolated: bool, root: str | None, backend: str) -> None:
-    """Grade SUBMISSIONS/<student>/<exercise>/ for every student and exercise: one worker per GPU,
-    reference timings measured once and shared, resumable, summary.csv and summary.json in --out."""
+              case_limit: float | None, allow_unisolated: bool, executor: str, partition: str | None,
+              gpus_per_job: int, per_job: int, job_minutes: int, root: str | None, backend: str) -> None:
+    """Grade SUBMISSIONS/<student>/<exercise>/ for every student and exercise: one worker per GPU
+    (or Slurm jobs, --executor slurm), reference timings measured once and shared, resumable,
+    summary.csv, summary.json and index.html in --out."""
     from rich.progress import Progress
     from grader import batch as gb
 
@@ -757,7 +771,9 @@ def batch_cmd(submissions: str, names: str, gpus: str, out: str, fmt: str, mode:
     info = None
     if backend != "host":
         info = _detect_gpu()
-        if info is None:  # record what can be found without a GPU, then the no-GPU exit
+        if info is None and executor == "slurm":
+            pass   # the jobs run on GPU nodes; each grade uses its GPU model's calibration file
+        elif info is None:  # record what can be found without a GPU, then the no-GPU exit
             from grader.device import unavailable_reason
             why = unavailable_reason() or "no GPU"
             rows = gb.static_rows(jobs, missing, why)
@@ -777,6 +793,18 @@ def batch_cmd(submissions: str, names: str, gpus: str, out: str, fmt: str, mode:
              + (["--allow-unisolated"] if allow_unisolated else []))
     reference_times = _shared_reference_times(r, exs, out_dir, info) if info is not None else None
     console = Console()
+    if executor != "local":
+        from grader.cluster import ClusterOptions, submit_and_wait
+        opts = ClusterOptions(executor, per_job, gpus_per_job, job_minutes, partition)
+        try:
+            with console.status("submitting...") as status:
+                rows = submit_and_wait(jobs, missing, opts, out_dir, r, fmt, reference_times, extra,
+                                       on_job=lambda k, n: status.update(f"cluster jobs finished: {k}/{n}"))
+        except ImportError as exc:
+            click.echo(f"grade batch: {exc}", err=True)
+            sys.exit(EXIT_ERROR)
+        _batch_table(console, rows, out_dir, missing)
+        _batch_exit(rows, fail_under)
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
     failures, started = [0], time.perf_counter()
 
@@ -793,6 +821,12 @@ def batch_cmd(submissions: str, names: str, gpus: str, out: str, fmt: str, mode:
         task = bar.add_task("grading", total=len(jobs), failures=0, rate="-")
         rows = gb.run_batch(jobs, out_dir, r, gpu_list if backend != "host" else [None], fmt, reference_times,
                             extra, on_done=done, missing=missing)
+    _batch_table(console, rows, out_dir, missing)
+    _batch_exit(rows, fail_under)
+
+
+def _batch_table(console: Console, rows: list, out_dir: Path, missing: list) -> None:  # type: ignore[type-arg]
+    """The batch's table of results, and where they are."""
     from rich.table import Table
     t = Table(show_edge=False)
     for col in ("student", "exercise", "status", "score", "correct", "speed", "flags", "reused"):
@@ -806,6 +840,10 @@ def batch_cmd(submissions: str, names: str, gpus: str, out: str, fmt: str, mode:
                   f"finished grade in batch.log)")
     if missing:
         console.print(f"[yellow]{len(missing)} student/exercise pair(s) had no folder: status 'missing', score 0[/]")
+
+
+def _batch_exit(rows: list, fail_under: float | None) -> None:  # type: ignore[type-arg]
+    """Exit 4 when a grade could not run, 1 when a score is below --fail-under, else 0."""
     if any(row.status == "error" for row in rows):
         sys.exit(EXIT_ERROR)
     if fail_under is not None and any((row.score or 0.0) < fail_under for row in rows):

@@ -411,3 +411,43 @@ def test_batch_in_grading_mode_without_the_kernel_tracer_refuses_once_and_grades
     text = " ".join(out.output.split())
     assert "grade batch: nothing was graded: --mode grading needs the kernel tracer" in text
     assert "(cupti.h not found (test))" in text and "--allow-unisolated" in text
+
+
+def test_batch_through_submitit_grades_the_same_and_names_a_failed_job(runner, tmp_path, monkeypatch):
+    """--executor debug runs the cluster path in this process (submitit's debug executor): the
+    same rows as a local batch; a job that fails leaves its pairs as "error" rows naming the job,
+    and re-running the command grades them."""
+    pytest.importorskip("submitit")
+    subs, res = _submissions(tmp_path), tmp_path / "res"
+    args = ["batch", str(subs), "--root", str(COURSE), "--backend", "host", "--out", str(res), "--mode", "quick",
+            "--exercises", "ex90", "--executor", "debug", "--per-job", "2"]
+    from grader import cluster
+    real = cluster.run_chunk
+
+    def flaky(jobs, *a, **k):  # noqa: ANN001, ANN002, ANN003
+        if any(j.student == "carol" for j in jobs):
+            raise RuntimeError("node lost")
+        return real(jobs, *a, **k)
+    monkeypatch.setattr(cluster, "run_chunk", flaky)
+    out = runner.invoke(cli.main, args)
+    assert out.exit_code == cli.EXIT_ERROR, out.output
+    rows = {r["student"]: r for r in json.loads((res / "summary.json").read_text())["rows"]}
+    assert rows["alice"]["status"] == "graded" and rows["alice"]["correct"]
+    assert rows["carol"]["status"] == "error" and "node lost" in rows["carol"]["reason"] and rows["carol"]["score"] is None
+    assert rows["dave"]["status"] == "missing"
+    monkeypatch.setattr(cluster, "run_chunk", real)
+    out = runner.invoke(cli.main, args)
+    assert out.exit_code == 0, out.output
+    rows = json.loads((res / "summary.json").read_text())["rows"]
+    assert [(r["student"], r["status"]) for r in rows] == [("alice", "graded"), ("bob", "graded"), ("carol", "graded"),
+                                                           ("dave", "missing")]
+    assert (res / "index.html").is_file() and any((res / "slurm").iterdir())
+
+
+def test_cluster_chunks_cover_every_pair_once():
+    from grader.cluster import chunks
+    jobs = list(range(7))
+    for per in (1, 2, 3, 7, 50):
+        groups = chunks(jobs, per)   # type: ignore[arg-type]
+        assert [x for g in groups for x in g] == jobs and all(0 < len(g) <= per for g in groups)
+    assert chunks([], 5) == []
