@@ -118,9 +118,11 @@ def _build(cache: Path) -> Tracer | str:
 _CBID = re.compile(r"\bCUPTI_(DRIVER|RUNTIME)_TRACE_CBID_(\w+)\s*=")
 _MODULE_LOADS = {"cuModuleLoad", "cuModuleLoadData", "cuModuleLoadDataEx", "cuModuleLoadFatBinary"}
 _STREAM_OPS = ("cuStreamWaitValue", "cuStreamWriteValue", "cuStreamBatchMemOp")
-# calls that free a context's modules without a cuModuleUnload callback (device reset, context destroy)
-_CONTEXT_ENDS = ("cuCtxDestroy", "cuCtxDetach", "cuDevicePrimaryCtxReset", "cuDevicePrimaryCtxRelease",
-                 "cuGreenCtxDestroy", "cudaDeviceReset", "cudaThreadExit")
+# calls that free a context's modules without a cuModuleUnload callback (device reset, context
+# destroy); cuDevicePrimaryCtxRelease is left out: it only drops a reference, and a runtime may call
+# it in normal operation (a release to zero by the submission breaks CuPy's own context anyway)
+_CONTEXT_ENDS = ("cuCtxDestroy", "cuCtxDetach", "cuDevicePrimaryCtxReset", "cuGreenCtxDestroy", "cudaDeviceReset",
+                 "cudaThreadExit")
 _RUNTIME_COPY_WITH_KIND = re.compile(r"cudaMemcpy(Async)?(_ptsz|_ptds)?_v\d+")
 
 
@@ -225,6 +227,8 @@ class Launch:
     ``.cu`` files before any submission code ran (see ``kernel_trace.c``)."""
     name: str
     own_module: bool
+
+
 _S_LINE = re.compile(r"S (\d+) ([0-9a-f]{16})")
 _D_LINE = re.compile(r"D \d+ kernel names dropped")
 
