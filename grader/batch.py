@@ -87,14 +87,32 @@ def _atomic_write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def finished(out: Path, job: Job) -> dict | None:
-    """The stored result of a job, or None when it has not finished."""
+def result_key(job: Job, fmt: str, extra: list[str]) -> str:
+    """What a stored result must have been graded from to be reused: the report format, the
+    grading options (mode, limits...) and every file of the submission folder (SHA-256)."""
+    import hashlib
+    h = hashlib.sha256(json.dumps([fmt, list(extra)]).encode())
+    for f in sorted(p for p in job.folder.rglob("*") if p.is_file()):
+        h.update(str(f.relative_to(job.folder)).encode() + b"\0")
+        try:
+            h.update(f.read_bytes())
+        except OSError:
+            h.update(b"<unreadable>")
+    return h.hexdigest()
+
+
+def finished(out: Path, job: Job, key: str | None = None) -> dict | None:
+    """The stored result of a job, or None when it must be graded (again): none was written, the
+    grade could not run (status "error": the machine, not the submission), or it was graded from
+    something else than ``key`` says (a changed submission, mode or format)."""
     path = out / job.student / f"{job.exercise.name}.json"
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    return data if isinstance(data, dict) and "status" in data else None
+    if not isinstance(data, dict) or "status" not in data or data["status"] == "error":
+        return None
+    return None if key is not None and data.get("batch_key") != key else data
 
 
 def run_job(job: Job, out: Path, root: Path, gpu: str | None, fmt: str, reference_times: Path | None,
@@ -123,6 +141,7 @@ def run_job(job: Job, out: Path, root: Path, gpu: str | None, fmt: str, referenc
         message = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
         data = error_dict(job.exercise.name, str(job.folder), "grader_error",
                           f"grade exited {proc.returncode} without a result: {message[0]}", 4)
+    data["batch_key"] = result_key(job, fmt, extra)
     _atomic_write(result_json, json.dumps(data, indent=2))
     tmp_json.unlink(missing_ok=True)
     return data
@@ -196,7 +215,7 @@ def run_batch(jobs: list[Job], out: Path, root: Path, gpus: list[str | None], fm
         rows[(job.student, job.exercise.name)] = _missing_row(job)
     todo: queue.Queue[Job] = queue.Queue()
     for job in jobs:
-        done = finished(out, job)
+        done = finished(out, job, result_key(job, fmt, extra))
         if done is not None:
             rows[(job.student, job.exercise.name)] = row(job, done, True, out, fmt)
             on_done(job, done)
@@ -230,15 +249,17 @@ def run_batch(jobs: list[Job], out: Path, root: Path, gpus: list[str | None], fm
     return ordered
 
 
-def collect(jobs: list[Job], missing: list[Job], out: Path, fmt: str, failed: dict[tuple[str, str], str]) -> list[Row]:
+def collect(jobs: list[Job], missing: list[Job], out: Path, fmt: str, failed: dict[tuple[str, str], str],
+            reused: set[tuple[str, str]] = frozenset()) -> list[Row]:
     """The summary rows from the results on disk (grades run elsewhere, e.g. cluster jobs), written
     as the summaries: a pair without a result is an "error" row (no score) whose reason is
-    ``failed``'s entry for it, else that its job did not finish."""
+    ``failed``'s entry for it, else that its job did not finish; pairs in ``reused`` were finished
+    before this run."""
     rows = [_missing_row(j) for j in missing]
     for job in jobs:
         data = finished(out, job)
         if data is not None:
-            rows.append(row(job, data, False, out, fmt))
+            rows.append(row(job, data, (job.student, job.exercise.name) in reused, out, fmt))
         else:
             why = failed.get((job.student, job.exercise.name), "not graded: its cluster job did not finish")
             rows.append(Row(job.student, job.exercise.name, "error", None, job_max(job), False, 0.0, 0.0, None, 0, 4,

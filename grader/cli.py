@@ -245,6 +245,11 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
     """Grade one exercise: EXERCISE is 7, ex07 or ex07_softmax."""
     from grader.spec import SpecError, load_spec
 
+    if plot is not None and Path(plot).suffix.lower() not in (".png", ".svg"):
+        raise click.BadParameter(f"{plot}: the plot is written as .png or .svg; fix: name the file *.png or *.svg",
+                                 param_hint="--plot")
+    if plot is not None and not Path(plot).resolve().parent.is_dir():
+        raise click.BadParameter(f"{plot}: its folder does not exist; fix: create it first", param_hint="--plot")
     tools: tuple[str, ...] = ()
     if sanitize or sanitize_tools is not None:
         tools = _sanitize_options(sanitize_tools, compile_only, backend, fmt)
@@ -330,7 +335,8 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
         options = GradeOptions(profile=PROFILES[mode], seed=seed, secret=secret, backend=be.name,
                                case_token=case_token, reference=ref_dir, benchmark=not no_timing and not tools,
                                accept_implausible=accept_implausible, hide=tuple(Path(h) for h in hide))
-        result = grade(spec, sub, options, be, info, ceilings, calibration, progress)
+        result = grade(spec, sub, options, be, info, ceilings, calibration, progress,
+                       repro_options=f" --root {shlex.quote(str(Path(root).resolve()))}" if root else "")
     except GradeTimeout:
         progress.done()
         _emit_error(fmt, output, json_out, ex.name, str(sub), "time_limit",
@@ -794,14 +800,14 @@ def batch_cmd(submissions: str, names: str, gpus: str, out: str, fmt: str, mode:
     reference_times = _shared_reference_times(r, exs, out_dir, info) if info is not None else None
     console = Console()
     if executor != "local":
-        from grader.cluster import ClusterOptions, submit_and_wait
+        from grader.cluster import ClusterOptions, ClusterUnavailable, submit_and_wait
         opts = ClusterOptions(executor, per_job, gpus_per_job, job_minutes, partition)
         try:
             with console.status("submitting...") as status:
                 rows = submit_and_wait(jobs, missing, opts, out_dir, r, fmt, reference_times, extra,
                                        on_job=lambda k, n: status.update(f"cluster jobs finished: {k}/{n}"))
-        except ImportError as exc:
-            click.echo(f"grade batch: {exc}", err=True)
+        except ClusterUnavailable as exc:
+            click.echo(f"grade batch: nothing was graded: {exc}", err=True)
             sys.exit(EXIT_ERROR)
         _batch_table(console, rows, out_dir, missing)
         _batch_exit(rows, fail_under)

@@ -13,6 +13,7 @@ sbatch scripts, the job arrays and the log files under ``OUT/slurm/``.
 from __future__ import annotations
 
 import math
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -20,6 +21,10 @@ from typing import Callable
 from grader import batch as gb
 
 EXECUTORS = ("local", "slurm", "debug")
+
+
+class ClusterUnavailable(Exception):
+    """The cluster path cannot run here (one line, with the fix)."""
 
 
 @dataclass(frozen=True)
@@ -35,8 +40,7 @@ class ClusterOptions:
 
 
 def chunks(jobs: list[gb.Job], per_job: int) -> list[list[gb.Job]]:
-    """``jobs`` in consecutive groups of at most ``per_job`` (a student's exercises stay together
-    where the group size allows)."""
+    """``jobs`` in consecutive groups of at most ``per_job``, as even in size as they can be."""
     n = max(1, math.ceil(len(jobs) / max(1, per_job)))
     size = math.ceil(len(jobs) / n) if jobs else 0
     return [jobs[i:i + size] for i in range(0, len(jobs), size)] if jobs else []
@@ -57,14 +61,20 @@ def submit_and_wait(jobs: list[gb.Job], missing: list[gb.Job], opts: ClusterOpti
     each), then write the summaries from the results on disk and return their rows.
 
     Raises:
-        ImportError: submitit is not installed (the message says how to install it).
+        ClusterUnavailable: submitit is not installed, or --executor slurm where there is no Slurm
+            (the message says what to do).
     """
     try:
         import submitit
     except ImportError:
-        raise ImportError("--executor slurm needs submitit; fix: python3 -m pip install submitit") from None
-    todo = [j for j in jobs if gb.finished(out, j) is None]
-    executor = submitit.AutoExecutor(folder=out / "slurm" / "%j", cluster="debug" if opts.executor == "debug" else None)
+        raise ClusterUnavailable("--executor slurm needs submitit; fix: python3 -m pip install submitit") from None
+    if opts.executor == "slurm" and shutil.which("sbatch") is None:   # submitit would fall back to local runs
+        raise ClusterUnavailable("--executor slurm needs Slurm (sbatch is not on PATH); fix: run it on the cluster's "
+                                 "login node, or use --executor local on a GPU machine")
+    todo = [j for j in jobs if gb.finished(out, j, gb.result_key(j, fmt, extra)) is None]
+    done_before = {(j.student, j.exercise.name) for j in jobs} - {(j.student, j.exercise.name) for j in todo}
+    executor = submitit.AutoExecutor(folder=out / "slurm" / ("%j" if opts.executor == "slurm" else "debug"),
+                                     cluster=opts.executor)
     params = dict(timeout_min=opts.minutes, gpus_per_node=opts.gpus_per_job, tasks_per_node=1,
                   cpus_per_task=max(2, 4 * opts.gpus_per_job), slurm_job_name="grade-batch")
     if opts.partition:
@@ -87,4 +97,4 @@ def submit_and_wait(jobs: list[gb.Job], missing: list[gb.Job], opts: ClusterOpti
             for j in group:
                 failed[(j.student, j.exercise.name)] = why
         on_job(k + 1, len(groups))
-    return gb.collect(jobs, missing, out, fmt, failed)
+    return gb.collect(jobs, missing, out, fmt, failed, done_before)

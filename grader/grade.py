@@ -573,12 +573,13 @@ def smallest(failures: Sequence[CaseResult]) -> CaseResult | None:
 
 def grade(spec: Spec, submission: Path, options: GradeOptions, backend: Backend, device: DeviceInfo | None,
           ceilings: Ceilings | None, calibration: Calibration, progress: Progress | None = None,
-          repro_prefix: str = "grade") -> GradeResult:
+          repro_options: str = "") -> GradeResult:
     """Grade ``submission`` (a folder with kernel.cu and solution.py) on ``spec``.
 
     Never raises for a problem of the submission: those end up in the result (status "not_graded"
     with ``reason`` and ``reason_kind``, or failing cases). Raises only for grader-side problems
-    (a broken reference.py, for instance).
+    (a broken reference.py, for instance). ``repro_options``: what the failing case's "reproduce"
+    line adds after the exercise (the CLI's ``--root``, when it was given).
     """
     progress = progress or Progress()
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
@@ -605,7 +606,7 @@ def grade(spec: Spec, submission: Path, options: GradeOptions, backend: Backend,
         small = smallest(failures)
         repro = None
         if small is not None and small.token:
-            repro = f"{repro_prefix} {spec.name} --submission {submission} --case '{small.token}'"
+            repro = f"grade {spec.name}{repro_options} --submission {submission} --case '{small.token}'"
         correct = not failures and not options.case_token
         bench_results: list[BenchResult] = []
         hc, hb = hidden_counts(spec)

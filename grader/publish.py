@@ -185,6 +185,24 @@ def _bundle_pyproject(src: Path, dest: Path) -> None:
     dest.write_text(tomlkit.dumps(doc))
 
 
+_CITED_PATH = re.compile(r"`?\b((?:benchmarks|tests|solutions)/[\w./-]+)`?")
+
+
+def _note_repository_paths(readme: Path, out: Path) -> None:
+    """Append to a bundled exercise README a note naming the course-repository files it cites that
+    the bundle does not hold (benchmarks/RESULTS.md, tests/fixtures/..., solutions/...), so a
+    student does not look for them."""
+    if not readme.is_file():
+        return
+    text = readme.read_text()
+    cited = sorted({m.rstrip(".,)") for m in _CITED_PATH.findall(text)} - {p for p in _CITED_PATH.findall(text)
+                                                                          if (out / p.rstrip(".,)")).exists()})
+    if cited:
+        names = ", ".join(f"`{c}`" for c in cited)
+        readme.write_text(text.rstrip("\n") + f"\n\n---\n*{names}: in the course repository, not in this bundle "
+                          f"(your instructor has them).*\n")
+
+
 def publish(root: Path, out: Path, exercises: list[Exercise], check_install: bool = True,
             force: bool = False) -> PublishReport:
     """Write the bundle to ``out`` and check it (see the module docstring).
@@ -223,6 +241,7 @@ def publish(root: Path, out: Path, exercises: list[Exercise], check_install: boo
         dest = out / "exercises" / ex.name
         shutil.copytree(ex.directory, dest, ignore=ignore)
         _published_spec(ex, dest / "spec.toml")
+        _note_repository_paths(dest / "README.md", out)
         if ex.template.is_dir():
             shutil.copytree(ex.template, out / "student_template" / ex.name, ignore=ignore)
     (out / "README.md").write_text(student_readme(exercises))

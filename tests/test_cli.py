@@ -210,3 +210,19 @@ def test_a_file_given_as_submission_says_to_pass_its_folder(runner, tmp_path):
     out = runner.invoke(cli.main, ["90", "--root", str(COURSE), "--backend", "host", "--submission", str(f)])
     assert out.exit_code == cli.EXIT_NOT_GRADED
     assert "is a file; fix: pass the folder" in out.output
+
+
+def test_the_reproduce_line_carries_the_root_it_was_graded_with(runner):
+    """A failing case's repro line, pasted as printed, finds the same course (--root after the exercise)."""
+    from tests.test_instructor import COURSE
+    out = runner.invoke(cli.main, ["90", "--root", str(COURSE), "--backend", "host"])
+    line = next(ln for ln in out.output.splitlines() if "reproduce:" in ln).split("reproduce:")[1].strip()
+    assert line.startswith(f"grade ex90_add --root {COURSE}")
+    again = runner.invoke(cli.main, __import__("shlex").split(line)[1:] + ["--backend", "host"])
+    assert "1 of 1 cases passed" not in again.output and "no exercise matches" not in again.output, again.output
+
+
+def test_a_plot_of_another_kind_is_a_usage_error_before_grading(runner):
+    from tests.test_instructor import COURSE
+    out = runner.invoke(cli.main, ["90", "--root", str(COURSE), "--backend", "host", "--plot", "/tmp/x.jpg"])
+    assert out.exit_code == 2 and "written as .png or .svg" in out.output and "Correctness" not in out.output

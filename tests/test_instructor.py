@@ -335,7 +335,7 @@ def test_batch_grades_everyone_and_resumes_after_an_interruption(runner, tmp_pat
     assert csv_lines[0].endswith(",reason") and all(not ln.endswith(",") for ln in csv_lines)
     index = (res / "index.html").read_text()    # the class page: each row linked, the distribution
     assert '<a href="alice/ex90_add.txt">alice</a>' in index and "<h2>ex90_add</h2>" in index
-    assert "3 scored (1 without a score)" in index     # dave has no folder: no score to count
+    assert "4 scored (0 without a score)" in index     # dave has no folder: his 0 counts
     assert (res / "alice" / "ex90_add.roofline.svg").is_file()    # alice's kernel was timed
     log = [ln.split("\t") for ln in (res / "batch.log").read_text().splitlines()]
     assert [(f[1], f[3]) for f in log] == [("alice", "graded"), ("bob", "graded"), ("carol", "graded"), ("bob", "graded")]
@@ -451,3 +451,48 @@ def test_cluster_chunks_cover_every_pair_once():
         groups = chunks(jobs, per)   # type: ignore[arg-type]
         assert [x for g in groups for x in g] == jobs and all(0 < len(g) <= per for g in groups)
     assert chunks([], 5) == []
+
+
+def test_batch_regrades_a_changed_submission_another_mode_and_a_grade_that_could_not_run(runner, tmp_path):
+    """Resume reuses a result only when it was graded from the same files, mode and format, and
+    could run (status "error" is the machine's failure, not the submission's: graded again)."""
+    subs, res = _submissions(tmp_path), tmp_path / "res"
+    args = ["batch", str(subs), "--root", str(COURSE), "--backend", "host", "--out", str(res), "--mode", "quick",
+            "--exercises", "ex90"]
+    assert runner.invoke(cli.main, args).exit_code == 0
+    (subs / "bob" / "ex90_add" / "solution.py").write_text((COURSE / "solutions" / "ex90_add" / "solution.py").read_text())
+    carol = res / "carol" / "ex90_add.json"
+    data = json.loads(carol.read_text())
+    carol.write_text(json.dumps({**data, "status": "error"}))
+    assert runner.invoke(cli.main, args).exit_code == 0
+    rows = {r["student"]: r for r in json.loads((res / "summary.json").read_text())["rows"]}
+    assert rows["alice"]["reused"] and not rows["bob"]["reused"] and rows["bob"]["correct"]
+    assert not rows["carol"]["reused"]
+    assert runner.invoke(cli.main, [*args[:-4], "--mode", "grading", "--allow-unisolated", "--exercises", "ex90"]).exit_code == 0
+    rows = json.loads((res / "summary.json").read_text())["rows"]
+    assert not any(r["reused"] for r in rows)
+    assert json.loads((res / "alice" / "ex90_add.json").read_text())["profile"] == "grading"
+
+
+def test_batch_on_slurm_without_slurm_says_so_and_grades_nothing(runner, tmp_path, monkeypatch):
+    pytest.importorskip("submitit")
+    from grader import cluster
+    monkeypatch.setattr(cluster.shutil, "which", lambda *a, **k: None)   # no sbatch here (nor anything else)
+    subs, res = _submissions(tmp_path), tmp_path / "res"
+    out = runner.invoke(cli.main, ["batch", str(subs), "--root", str(COURSE), "--backend", "host", "--out", str(res),
+                                   "--exercises", "ex90", "--executor", "slurm"])
+    assert out.exit_code == cli.EXIT_ERROR
+    assert "needs Slurm (sbatch is not on PATH)" in out.output and not (res / "alice").exists()
+
+
+def test_a_bundled_readme_says_which_cited_files_stay_in_the_course_repository(tmp_path):
+    from grader.publish import _note_repository_paths
+    (tmp_path / "benchmarks").mkdir()
+    (tmp_path / "benchmarks" / "bench.py").write_text("")
+    readme = tmp_path / "README.md"
+    readme.write_text("Times in `benchmarks/RESULTS.md`; the naive kernel (tests/fixtures/gpu/ex02_naive); "
+                      "`benchmarks/bench.py`.\n")
+    _note_repository_paths(readme, tmp_path)
+    last = readme.read_text().splitlines()[-1]
+    assert "`benchmarks/RESULTS.md`, `tests/fixtures/gpu/ex02_naive`: in the course repository" in last
+    assert "bench.py" not in last   # it is in the bundle

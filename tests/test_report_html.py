@@ -125,3 +125,15 @@ def test_the_cli_offers_every_report_format():
     from grader import cli
     from grader.report.formats import FORMATS
     assert cli.FORMATS == FORMATS
+
+
+def test_a_failing_grade_shows_its_details_and_what_to_try(graded):
+    from grader.grade import CaseResult
+    bad = CaseResult(token="T1", description="rows=3 cols=5", origin="edge", size=15, status="fail",
+                     message="wrong output (y: 3 of 15 elements wrong)", details=("first wrong at (0, 1): got 0.5, expected 0.25",))
+    r = replace(graded, cases=(bad, *graded.cases[1:]), smallest_failure=bad, repro="grade ex07 --case 'T1'",
+                flags=())
+    page = html_report.to_html(r, 0)
+    assert "first wrong at (0, 1): got 0.5, expected 0.25" in page and "grade ex07 --case &#x27;T1&#x27;" in page
+    assert "(quick mode)" in page or "mode)</h2>" in page
+    assert "Ratio: the reference" in page

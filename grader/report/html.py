@@ -55,29 +55,45 @@ def to_html(result: GradeResult, exit_code: int) -> str:
         parts.append(f'<p class="score">{s.total:.1f} / {s.maximum:.0f} points: correctness {s.correctness:.1f} of '
                      f'{s.correctness_max:.0f}, performance {s.performance:.1f} of {s.performance_max:.0f}'
                      f'{" (basis: " + escape(s.basis) + ")" if s.basis else ""}</p>')
+    if s.note:
+        parts.append(f"<p>{escape(s.note)}</p>")
     parts += [f'<div class="flag">{escape(f)}</div>' for f in r.flags]
     if r.cases:
         failed = [c for c in r.cases if not c.passed]
-        parts.append("<h2>Correctness</h2>")
+        parts.append(f"<h2>Correctness ({escape(r.profile)} mode)</h2>")
         parts.append(f'<p class="{"fail" if failed else "ok"}">{len(r.cases) - len(failed)} of {len(r.cases)} '
-                     f'cases passed{f" ({r.hidden_cases} hidden)" if r.hidden_cases else ""}.</p>')
+                     f'cases passed.</p>')
+        if r.hidden_cases and r.profile != "grading":
+            parts.append(f"<p>{r.hidden_cases} hidden edge case(s) and {r.hidden_benchmarks} hidden benchmark "
+                         f"shape(s) run only when grading (--mode grading).</p>")
         f = r.smallest_failure
         if f is not None:
-            parts.append(f"<p>Smallest failing case: {escape(f.description)}</p><pre>{escape(f.message)}</pre>")
+            parts.append(f"<p>Smallest failing case ({len(failed)} failed): {escape(f.description)}</p>"
+                         f"<pre>{escape(chr(10).join([f.message, *f.details]))}</pre>")
             if r.repro:
                 parts.append(f"<p>Reproduce it: <code>{escape(r.repro)}</code></p>")
+    from grader.report.text import hints
+    advice = hints(r)
+    if advice:
+        parts += ["<h2>What to try next</h2>", "<ul>" + "".join(f"<li>{escape(h)}</li>" for h in advice) + "</ul>"]
     if r.benchmarks:
         rows = []
         for b in r.benchmarks:
             st = b.submission.stats
             ref = b.reference.time_ms if b.reference and b.reference.time_ms else b.calibrated_ms
             rows.append([escape(b.name), _num(st.median_ms if st else None, ".4f"), _num(st.iqr_ms if st else None, ".4f"),
-                         _num(b.gbps, ",.0f"), _num(b.tflops, ",.2f"),
+                         _num(b.gbps, ",.0f"), _num(b.tflops if b.tflops and b.tflops >= 0.005 else None, ",.2f"),
                          "-" if b.ceiling_fraction is None else f"{b.ceiling_fraction:.0%}", _num(ref, ".4f"),
                          _num(b.ratio, ".2f")])
         parts += ["<h2>Timing</h2>",
                   _table(["shape", "median ms", "IQR ms", "GB/s", "TFLOP/s", "% roofline", "reference ms", "ratio"],
                          rows, cls="timing"),
+                  '<p class="meta">Median and interquartile range of your time per call (CUDA events, L2 flushed). '
+                  "GB/s and TFLOP/s: the spec's minimum bytes and FLOPs over your time. % roofline: the time the "
+                  "measured copy bandwidth and compute rate allow for those bytes and FLOPs, over your time. Ratio: "
+                  "the reference's time over yours (above 1: faster than the reference); the basis says where the "
+                  "reference time comes from (side-by-side: timed beside yours; calibration: its calibrated time for "
+                  "this GPU model; roofline: no reference time, the % roofline is scored).</p>",
                   "<h2>Roofline</h2>", _plot(r)]
     if r.kernels:
         keys = ["name", "registers", "shared_bytes", "local_bytes", "max_threads"]
@@ -102,18 +118,20 @@ def class_index(rows: list[dict[str, Any]], generated: str) -> str:
     """The class page of ``grade batch``: per exercise, the score distribution (graded rows:
     count, median, mean, min, max, and a histogram in tenths of the maximum); then every row
     (student, exercise, status, score, the reason) linked to its report. ``rows`` are the summary
-    rows (``summary.json``), a row without a score (status "error") counted apart."""
+    rows (``summary.json``): a missing submission counts as its 0, a row without a score (status
+    "error") apart."""
     parts = [f"<h1>Class results</h1><p class=\"meta\">{len(rows)} results · generated {escape(generated)}</p>"]
     for ex in sorted({r["exercise"] for r in rows}):
         mine = [r for r in rows if r["exercise"] == ex]
-        scored = [r for r in mine if r.get("score") is not None and r.get("max_score")]
+        top = next((r["max_score"] for r in mine if r.get("max_score")), None)
+        # a missing submission counts as the 0 it gets; a grade that could not run ("error") has no score
+        scored = [r for r in mine if r.get("score") is not None and r.get("status") != "error"]
         parts.append(f"<h2>{escape(ex)}</h2>")
-        if not scored:
+        if not scored or not top:
             parts.append(f"<p>No scores ({len(mine)} rows, none graded).</p>")
             continue
-        fracs = [r["score"] / r["max_score"] for r in scored]
         pts = [r["score"] for r in scored]
-        top = scored[0]["max_score"]
+        fracs = [p / top for p in pts]
         parts.append(f"<p>{len(scored)} scored ({len(mine) - len(scored)} without a score): median "
                      f"{statistics.median(pts):.1f}, mean {statistics.fmean(pts):.1f}, min {min(pts):.1f}, "
                      f"max {max(pts):.1f} of {top:.0f}.</p>")

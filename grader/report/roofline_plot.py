@@ -68,7 +68,8 @@ def figure(result: GradeResult) -> Any:
             x, y = flops / nbytes, flops / (t * 1e9)
             ax.scatter([x], [y], s=40, zorder=3, label=None if who in labeled else who, **style[who])
             labeled.add(who)
-            ax.annotate(shape, (x, y), textcoords="offset points", xytext=(5, 4), fontsize=8)
+            if who == "yours":   # the reference's point sits close by: one label per shape
+                ax.annotate(shape, (x, y), textcoords="offset points", xytext=(5, 4), fontsize=8)
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("arithmetic intensity (FLOP / byte)")
@@ -107,6 +108,5 @@ def write(result: GradeResult, path: Path) -> None:
     if path.suffix.lower() not in (".png", ".svg"):
         raise PlotUnavailable(f"{path}: the plot is written as .png or .svg; fix: name the file *.png or *.svg")
     fig = figure(result)
-    path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path)
     _pyplot().close(fig)
