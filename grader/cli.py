@@ -72,6 +72,16 @@ def main() -> None:
 
 
 # -- helpers ---------------------------------------------------------------------------------------
+def _needs_solutions(root: Path, command: str) -> None:
+    """A usage error when ``grade COMMAND`` (an instructor's command) runs in a published student
+    bundle (``grade publish`` marks one, see grader.publish.BUNDLE_MARKER)."""
+    from grader.publish import BUNDLE_MARKER
+    if (root / BUNDLE_MARKER).is_file():
+        raise click.UsageError(f"grade {command} is an instructor's command: {root} is a published student bundle "
+                               f"(no solutions/ folder); run it in the course repository. Students: grade EXERCISE, "
+                               f"grade EXERCISE --compile-only, grade list")
+
+
 def _root(root: str | None) -> Path:
     from grader.spec import find_root
     try:
@@ -603,6 +613,7 @@ def check_cmd(exercises: tuple[str, ...], no_controls: bool, root: str | None) -
     from grader.check import check_exercise
 
     r = _root(root)
+    _needs_solutions(r, "check")
     info = _detect_gpu()
     grade_fn = _gpu_grader(r, info) if info is not None else None
     console = Console()
@@ -644,6 +655,7 @@ def calibrate_cmd(exercises: tuple[str, ...], dry_run: bool, root: str | None) -
     from grader.grade import versions
 
     r = _root(root)
+    _needs_solutions(r, "calibrate")
     info = _detect_gpu()
     if info is None:
         from grader.device import unavailable_reason
@@ -692,6 +704,7 @@ def publish_cmd(out: str, names: str, install_check: bool, force: bool, root: st
     from grader.publish import publish
 
     r = _root(root)
+    _needs_solutions(r, "publish")
     exs = _exercises(r, [names] if names else [])
     try:
         rep = publish(r, Path(out), exs, install_check, force)

@@ -185,6 +185,8 @@ def _bundle_pyproject(src: Path, dest: Path) -> None:
     dest.write_text(tomlkit.dumps(doc))
 
 
+# A file at the top of every published bundle: the instructor's commands refuse to run there
+BUNDLE_MARKER = ".grade-student-bundle"
 _CITED_PATH = re.compile(r"`?\b((?:benchmarks|tests|solutions)/[\w./-]+)`?")
 
 
@@ -245,6 +247,7 @@ def publish(root: Path, out: Path, exercises: list[Exercise], check_install: boo
         if ex.template.is_dir():
             shutil.copytree(ex.template, out / "student_template" / ex.name, ignore=ignore)
     (out / "README.md").write_text(student_readme(exercises))
+    (out / BUNDLE_MARKER).write_text("A student bundle written by `grade publish`: no reference solutions here.\n")
     problems = check_bundle(out, exercises)
     install = "skipped (--no-install-check)"
     if check_install:

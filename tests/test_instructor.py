@@ -496,3 +496,11 @@ def test_a_bundled_readme_says_which_cited_files_stay_in_the_course_repository(t
     last = readme.read_text().splitlines()[-1]
     assert "`benchmarks/RESULTS.md`, `tests/fixtures/gpu/ex02_naive`: in the course repository" in last
     assert "bench.py" not in last   # it is in the bundle
+
+
+def test_instructor_commands_in_a_bundle_say_they_are_for_the_course_repository(runner, tmp_path):
+    bundle = tmp_path / "bundle"
+    assert runner.invoke(cli.main, ["publish", str(bundle), "--root", str(COURSE), "--no-install-check"]).exit_code == 0
+    for command in (["check"], ["calibrate"], ["publish", str(tmp_path / "again")]):
+        out = runner.invoke(cli.main, [*command, "--root", str(bundle)])
+        assert out.exit_code == 2 and "an instructor's command" in out.output and "student bundle" in out.output, out.output
