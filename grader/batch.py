@@ -101,16 +101,22 @@ def result_key(job: Job, fmt: str, extra: list[str]) -> str:
     return h.hexdigest()
 
 
-def finished(out: Path, job: Job, key: str | None = None) -> dict | None:
-    """The stored result of a job, or None when it must be graded (again): none was written, the
-    grade could not run (status "error": the machine, not the submission), or it was graded from
-    something else than ``key`` says (a changed submission, mode or format)."""
+def stored(out: Path, job: Job) -> dict | None:
+    """The result a job wrote (whatever its status), or None when there is none."""
     path = out / job.student / f"{job.exercise.name}.json"
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    if not isinstance(data, dict) or "status" not in data or data["status"] == "error":
+    return data if isinstance(data, dict) and "status" in data else None
+
+
+def finished(out: Path, job: Job, key: str | None = None) -> dict | None:
+    """The stored result of a job, or None when it must be graded (again): none was written, the
+    grade could not run (status "error": the machine, not the submission), or it was graded from
+    something else than ``key`` says (a changed submission, mode or format)."""
+    data = stored(out, job)
+    if data is None or data["status"] == "error":
         return None
     return None if key is not None and data.get("batch_key") != key else data
 
@@ -257,7 +263,7 @@ def collect(jobs: list[Job], missing: list[Job], out: Path, fmt: str, failed: di
     before this run."""
     rows = [_missing_row(j) for j in missing]
     for job in jobs:
-        data = finished(out, job)
+        data = stored(out, job)   # an "error" result keeps its own reason here (a re-run grades it again)
         if data is not None:
             rows.append(row(job, data, (job.student, job.exercise.name) in reused, out, fmt))
         else:
