@@ -80,8 +80,8 @@ def submit_and_wait(jobs: list[gb.Job], missing: list[gb.Job], opts: ClusterOpti
     if opts.partition:
         params["slurm_partition"] = opts.partition
     executor.update_parameters(**params)
-    gpus: list[str | None] = ([None] if opts.executor == "debug" or "--backend" in extra and "host" in extra
-                              else [str(i) for i in range(opts.gpus_per_job)])
+    # a job numbers its GPUs from 0 (Slurm sets CUDA_VISIBLE_DEVICES); in process: this machine's own
+    gpus: list[str | None] = [None] if opts.executor == "debug" else [str(i) for i in range(opts.gpus_per_job)]
     groups = chunks(todo, opts.per_job)
     futures = []
     if groups:

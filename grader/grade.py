@@ -93,8 +93,13 @@ class BenchResult:
         return self.submission.time_ms
 
     @property
+    def reference_ms(self) -> float | None:
+        """The reference time the ratio uses: timed side by side, else calibrated, else None."""
+        return self.reference.time_ms if self.reference and self.reference.time_ms else self.calibrated_ms
+
+    @property
     def ratio(self) -> float | None:
-        ref = self.reference.time_ms if self.reference and self.reference.time_ms else self.calibrated_ms
+        ref = self.reference_ms
         if not ref or self.time_ms is None:
             return None
         return ref / self.time_ms if self.time_ms > 0 else math.inf

@@ -80,7 +80,7 @@ def to_html(result: GradeResult, exit_code: int) -> str:
         rows = []
         for b in r.benchmarks:
             st = b.submission.stats
-            ref = b.reference.time_ms if b.reference and b.reference.time_ms else b.calibrated_ms
+            ref = b.reference_ms
             rows.append([escape(b.name), _num(st.median_ms if st else None, ".4f"), _num(st.iqr_ms if st else None, ".4f"),
                          _num(b.gbps, ",.0f"), _num(b.tflops if b.tflops and b.tflops >= 0.005 else None, ",.2f"),
                          "-" if b.ceiling_fraction is None else f"{b.ceiling_fraction:.0%}", _num(ref, ".4f"),

@@ -140,7 +140,7 @@ def render(r: GradeResult, console: Console) -> None:
             t.add_column(col, justify="left" if col == "shape" else "right", overflow="fold")
         for b in r.benchmarks:
             s = b.submission
-            ref_ms = b.reference.time_ms if b.reference and b.reference.time_ms else b.calibrated_ms
+            ref_ms = b.reference_ms
             t.add_row(f"{b.name} ({dims_label(b.dims)})", _ms(s.stats.median_ms if s.stats else None),
                       _ms(s.stats.iqr_ms if s.stats else None), f"{b.gbps:,.0f}" if b.gbps else "-",
                       f"{b.tflops:,.2f}" if b.tflops else "-",

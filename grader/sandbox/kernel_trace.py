@@ -392,25 +392,29 @@ _PTX_LOC = re.compile(r"^\s*\.loc\s+(\d+)\s", re.M)
 _PTX_FUNCTION = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+|\.extern\s+)*\.(?:entry|func)\b", re.M)
 
 
+def _entry_locs(ptx: str) -> dict[str, list[str]]:
+    """``{entry: [file index of each .loc line in its body]}`` for every ``.entry`` of ``ptx``."""
+    starts = [m.start() for m in _PTX_FUNCTION.finditer(ptx)] + [len(ptx)]
+    out = {}
+    for a, b in zip(starts, starts[1:]):
+        m = _PTX_ENTRY.search(ptx, a, b)
+        if m:
+            out[m.group(1)] = _PTX_LOC.findall(ptx, a, b)
+    return out
+
+
 def entries_from(ptx: str, folder: Path | None) -> set[str]:
     """The ``.entry`` names of ``ptx`` whose code comes from a file under ``folder``: at least one
     of the entry's ``.loc`` lines names (through ``.file``) a path inside it. Kernels instantiated
     from an included library header (CUB's reductions, say) have none. Without line information
     in ``ptx`` at all, or ``folder`` None, every entry. (PTX line information: ``-lineinfo``, PTX
     ISA "Debugging Directives: .file, .loc".)"""
-    names = _PTX_ENTRY.findall(ptx)
     files = dict(_PTX_FILE.findall(ptx))
     if folder is None or not files:
-        return set(names)
+        return set(_PTX_ENTRY.findall(ptx))
     root = folder.resolve()
     mine = {n for n, path in files.items() if Path(path).is_absolute() and Path(path).resolve().is_relative_to(root)}
-    starts = [m.start() for m in _PTX_FUNCTION.finditer(ptx)] + [len(ptx)]
-    out = set()
-    for a, b in zip(starts, starts[1:]):
-        m = _PTX_ENTRY.search(ptx, a, b)
-        if m and any(n in mine for n in _PTX_LOC.findall(ptx, a, b)):
-            out.add(m.group(1))
-    return out
+    return {entry for entry, locs in _entry_locs(ptx).items() if any(n in mine for n in locs)}
 
 
 def library_code(ptx: str, folders: tuple[str, ...]) -> dict[str, str]:
@@ -418,9 +422,8 @@ def library_code(ptx: str, folders: tuple[str, ...]) -> dict[str, str]:
     of the header ``folders`` (e.g. "cub/": ``.../include/cub/block/block_reduce.cuh``): device code
     of those libraries inlined into the kernel. ``header`` is the first such file, from the
     folder on. Needs line information in ``ptx`` (``-lineinfo``); without it, ``{}``."""
-    files = dict(_PTX_FILE.findall(ptx))
     hits = {}
-    for n, path in files.items():
+    for n, path in _PTX_FILE.findall(ptx):
         for folder in folders:
             found = list(re.finditer(r"(?:^|(?<=/))" + re.escape(folder), path))
             if found:   # the innermost: CCCL keeps cub/ under .../cub/cub/
@@ -428,14 +431,11 @@ def library_code(ptx: str, folders: tuple[str, ...]) -> dict[str, str]:
                 break
     if not hits:
         return {}
-    starts = [m.start() for m in _PTX_FUNCTION.finditer(ptx)] + [len(ptx)]
     out = {}
-    for a, b in zip(starts, starts[1:]):
-        m = _PTX_ENTRY.search(ptx, a, b)
-        if m:
-            header = next((hits[n] for n in _PTX_LOC.findall(ptx, a, b) if n in hits), None)
-            if header:
-                out[m.group(1)] = header
+    for entry, locs in _entry_locs(ptx).items():
+        header = next((hits[n] for n in locs if n in hits), None)
+        if header:
+            out[entry] = header
     return out
 
 
