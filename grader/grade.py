@@ -23,7 +23,7 @@ from grader.compare import index_overflow_hint
 from grader.device import Ceilings, ClockSampler, ClockState, DeviceInfo
 from grader.instance import Instance, load_oracle
 from grader.sandbox.buffers import Arena, Backend
-from grader.sandbox.kernel_trace import OwnKernels
+from grader.sandbox.kernel_trace import KernelPolicy, OwnKernels
 from grader.sandbox.supervisor import KIND_TEXT, Outcome, Worker, WorkerConfig, times_continued
 from grader.sandbox.watch import GpuDrain
 from grader.spec import Benchmark, Spec
@@ -260,7 +260,7 @@ class Grader:
         self.oracle = load_oracle(spec)
         self.seed = combine_seed(options.seed, options.secret)
         self.arg_names = spec.arg_order
-        self.own_kernels = self._own_kernels() if backend.name == "cuda" else OwnKernels(frozenset(), frozenset())
+        self.kernel_policy = self._kernel_policy() if backend.name == "cuda" else None
         self.worker = self._worker(self.submission, trusted=not options.isolate)
         self.t0 = time.perf_counter()
         self.budget_spent = False   # correctness stopped early: the case share of total_s ran out
@@ -273,19 +273,18 @@ class Grader:
         extra = (self.opt.reference,) if self.opt.reference is not None else ()
         return tuple(str(Path(p).resolve()) for p in (course, *extra, *self.opt.hide))
 
-    def _own_kernels(self) -> OwnKernels:
-        """The kernels a graded call may run (see :class:`OwnKernels`): those its ``.cu`` files
-        compile to, here, with the exercise's options, and the spec's ``allowed_kernels``."""
-        from grader.static import nvcc_path, nvrtc_unavailable, ptx_of
+    def _kernel_policy(self) -> KernelPolicy:
+        """What decides the kernels a graded call may run (see :class:`KernelPolicy`): the kernels
+        of the modules the worker compiles from the submission's ``.cu`` files with the exercise's
+        options, and the spec's ``allowed_kernels``."""
         files = [f for f in sorted(self.submission.rglob("*")) if f.suffix in CUDA_SOURCE_SUFFIXES and f.is_file()]
-        arch = self.device.arch if self.device is not None else "sm_90"
-        cu = [f for f in files if f.suffix == ".cu"]
-        ptx = [ptx_of(f, self.spec.compile_options, arch) or "" for f in cu]
-        compiler = nvrtc_unavailable() is None or nvcc_path() is not None
-        failed = tuple(str(f.relative_to(self.submission)) for f, p in zip(cu, ptx) if not p) if compiler else ()
-        return OwnKernels.of([_strip_comments(f.read_text(errors="replace"), f.name) for f in files], ptx,
-                             self.spec.allowed_kernels, compiler=compiler, uncompiled=failed, folder=self.submission,
-                             forbidden_headers=self.spec.forbidden_headers)
+        return KernelPolicy(tuple(_strip_comments(f.read_text(errors="replace"), f.name) for f in files),
+                            self.submission.resolve(), self.spec.allowed_kernels, self.spec.forbidden_headers)
+
+    @property
+    def own_kernels(self) -> OwnKernels:
+        """The kernels of the submission's own (of its worker's last start; none before it started)."""
+        return self.worker.own_kernels or OwnKernels(frozenset(), frozenset())
 
     def _worker(self, folder: Path, trusted: bool = False) -> Worker:
         lim = self.spec.limits
@@ -293,7 +292,7 @@ class Grader:
                                    lim.compile_s, lim.case_s, int(lim.host_memory_gib * 2**30),
                                    int(lim.device_memory_gib * 2**30), self.spec.forbidden_libraries,
                                    () if trusted else self.hidden_folders(), trusted,
-                                   None if trusted else self.own_kernels))
+                                   None if trusted else self.kernel_policy))
 
     # -- correctness ------------------------------------------------------------------------------
     def release(self, instance: Instance, *workers: Worker | None) -> Outcome | None:
@@ -527,13 +526,9 @@ class Grader:
     def ptx_problem(self) -> str | None:
         """Why the submission gets no performance points under ``[features] required_ptx`` (its
         kernel.cu compiled to PTX lacks a required instruction), or None."""
-        if not self.spec.required_ptx:
+        ptx = self.worker.module_ptx.get("kernel.cu")   # the code that ran
+        if not self.spec.required_ptx or ptx is None:
             return None
-        from grader.static import ptx_of
-        arch = self.device.arch if self.device is not None else "sm_90"
-        ptx = ptx_of(self.submission / "kernel.cu", self.spec.compile_options, arch)
-        if ptx is None:
-            return None  # cannot compile to PTX here: the performance comparison still applies
         for pattern in self.spec.required_ptx:
             if not re.search(pattern, ptx):
                 return (f"kernel.cu: its compiled PTX has no instruction matching {pattern!r}, which this exercise "
@@ -602,6 +597,9 @@ def grade(spec: Spec, submission: Path, options: GradeOptions, backend: Backend,
         if not start.ok:
             text = start.message if start.kind == "compile_error" else f"{KIND_TEXT[start.kind]}: {start.message}"
             return _not_graded(spec, submission, options, start.kind, text, device, started, t0)
+        forbidden = g.own_kernels.forbidden_code()
+        if forbidden:   # the same on every case: refused before solve runs
+            return _not_graded(spec, submission, options, "forbidden", forbidden, device, started, t0)
         kernels = tuple(start.data.get("kernels", ()))
         cases = g.correctness()
         untraced = g.untraced_own_work(cases)

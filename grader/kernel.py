@@ -7,9 +7,12 @@ In ``solution.py``::
     add = module.get_function("vector_add")    # kernels are declared extern "C" __global__
 
 The path is relative to the calling file. The exercise's compile options (its spec's
-``[compile] options``) are set by the grader's worker through :func:`configure`; CuPy picks
-the architecture of the current device (``-arch=sm_90`` on an H100/H200). Compiled binaries
-are cached on disk by CuPy (keyed by source and options) and in memory here.
+``[compile] options``) are set by the grader's worker through :func:`configure`, and CuPy's
+include folders and defaults are added as a ``cupy.RawModule`` would add them; the architecture is
+the current device's (``-arch=sm_90`` on an H100/H200). One NVRTC compile, named by the file's
+absolute path (so ``#include "helper.cuh"`` finds a header beside it), gives both the cubin that
+is loaded and its PTX with line information (:func:`ptx_of_module`): the grader judges exactly
+the code that runs. Compiled modules are cached in memory per (path, source, options).
 
 Compile errors raise :class:`CompileError`, whose message lists ``kernel.cu:LINE: error: ...``.
 """
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +28,7 @@ from typing import Any
 DEFAULT_OPTIONS: tuple[str, ...] = ("-std=c++17",)
 _options: tuple[str, ...] = DEFAULT_OPTIONS
 _cache: dict[tuple[str, str, tuple[str, ...]], Any] = {}
+_ptx: dict[int, str] = {}   # id(module) -> the PTX (with line information) of the code it holds
 loaded: list[tuple[Path, Any]] = []  # (source path, module) in load order, for the resource report
 
 _NVRTC_LINE = re.compile(r"^(?P<file>[^\s:()]*)\((?P<line>\d+)\): (?P<kind>error|warning|catastrophic error)\s*:?\s*(?P<msg>.*)$")
@@ -126,33 +131,71 @@ def _compiled(p: Path, opts: tuple[str, ...]) -> Any:
     key = (str(p), source, opts)
     if key in _cache:
         return _cache[key]
-    module = cupy.RawModule(code=source, options=opts, backend="nvrtc")
-    try:
-        module.compile()
-    except cupy.cuda.compiler.CompileException as exc:
-        log = str(exc)
-        raise CompileError(p.name, parse_compiler_log(log, p.name), log) from None
+    binary, ptx = compile_source(source, p, opts)
+    folder = Path(tempfile.mkdtemp(prefix="grader-kernel-"))
+    image = folder / (p.stem + (".cubin" if isinstance(binary, bytes) else ".ptx"))
+    image.write_bytes(binary if isinstance(binary, bytes) else binary.encode())
+    module = cupy.RawModule(path=str(image))
+    module.module   # loads it now: inside the kernel tracer's own window when the worker preloads
     _cache[key] = module
+    _ptx[id(module)] = ptx
     return module
 
 
-def preload(folder: Path) -> list[str]:
+def compile_source(source: str, path: Path, opts: tuple[str, ...], arch: str | None = None) -> tuple[bytes | str, str]:
+    """Compile ``source`` (the text of ``path``) with NVRTC for ``arch`` ("sm_90"; by default the
+    current device's, or ``compute_XX`` PTX where NVRTC does not know it): the options
+    ``opts`` as a ``cupy.RawModule`` assembles them (see ``grader.static.grading_options``) plus
+    ``-lineinfo``, named by ``path`` (its ``.file`` lines name the files each kernel's code comes
+    from). Returns (cubin bytes, PTX text) from that one compile; for a ``compute_XX`` target,
+    (PTX, the same PTX) for the driver to compile. Raises :class:`CompileError`."""
+    from grader.static import _nvrtc, grading_options, supported_arches
+
+    nvrtc = _nvrtc()
+    if arch is None:
+        import cupy
+        cc = int(cupy.cuda.Device().compute_capability)
+        known = supported_arches()
+        arch = f"sm_{cc}" if cc in known else f"compute_{max([a for a in known if a <= cc] or [cc])}"  # the driver JITs PTX
+    prog = nvrtc.createProgram(source, str(path), [], [])
+    try:
+        try:
+            nvrtc.compileProgram(prog, [*grading_options(opts, arch), "-lineinfo"])
+        except nvrtc.NVRTCError:
+            log = nvrtc.getProgramLog(prog)
+            log = (log.decode(errors="replace") if isinstance(log, bytes) else log).replace("\x00", "")
+            log = log.replace(str(path), path.name)
+            raise CompileError(path.name, parse_compiler_log(log, path.name), log) from None
+        raw = nvrtc.getPTX(prog)
+        ptx = raw.decode(errors="replace").rstrip("\x00") if isinstance(raw, bytes) else raw
+        return (nvrtc.getCUBIN(prog) if arch.startswith("sm_") else ptx), ptx
+    finally:
+        nvrtc.destroyProgram(prog)
+
+
+def ptx_of_module(module: Any) -> str | None:
+    """The PTX (with ``.loc`` line information) of a module :func:`load` or :func:`preload`
+    returned: the code its cubin holds. None for any other module."""
+    return _ptx.get(id(module))
+
+
+def preload(folder: Path) -> tuple[dict[str, str], dict[str, str]]:
     """Compile and load every ``.cu`` file under ``folder`` with the exercise's options, as
     :func:`load` would (a later ``load`` of the same file returns the same module). The worker
     calls this before any submission code runs, inside the kernel tracer's own window: these
-    modules are the submission's own (see ``grader/sandbox/kernel_trace.c``). Files that do not
-    compile are skipped (``load`` reports their errors). Returns the files loaded, relative to
-    ``folder``."""
-    done = []
+    modules are the submission's own (see ``grader/sandbox/kernel_trace.c``). Returns
+    ({file: PTX of its loaded module}, {file: why it did not compile or load}), files relative to
+    ``folder`` (``load`` reports the errors again when the submission asks for such a file)."""
+    done, failed = {}, {}
     for p in sorted(folder.rglob("*.cu")):
         if not p.is_file():
             continue
+        rel = str(p.relative_to(folder))
         try:
-            _compiled(p.resolve(), tuple(_options))
-        except (CompileError, OSError, UnicodeDecodeError):
-            continue
-        done.append(str(p.relative_to(folder)))
-    return done
+            done[rel] = _ptx[id(_compiled(p.resolve(), tuple(_options)))]
+        except (CompileError, OSError, UnicodeDecodeError) as exc:
+            failed[rel] = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return done, failed
 
 
 def resources(path: Path, module: Any) -> list[KernelResources]:

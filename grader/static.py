@@ -137,9 +137,9 @@ def grading_options(options: tuple[str, ...] | list[str], arch: str) -> list[str
 
 def compile_with_nvrtc(source: Path, arch: str, options: tuple[str, ...] = ()) -> tuple[list[str], list[StaticKernel]]:
     """Compile ``source`` for ``arch`` (e.g. "sm_90") with NVRTC as grading does (the exercise's
-    ``options`` as CuPy assembles them, see grading_options; the file is compiled from a private
-    temporary folder, as CuPy does, so a relative ``#include`` fails here as it would when graded),
-    with ``-Xptxas -v`` for the per-kernel resources.
+    ``options`` as CuPy assembles them, see grading_options; named by the file's absolute path, as
+    ``grader.kernel`` names it, so ``#include "helper.cuh"`` finds a header beside it), with
+    ``-Xptxas -v`` for the per-kernel resources.
 
     Returns (problems as ``kernel.cu:LINE: error: msg`` lines, kernels). Raises whatever loading
     NVRTC raises when it is not installed (check nvrtc_unavailable first).
@@ -147,20 +147,19 @@ def compile_with_nvrtc(source: Path, arch: str, options: tuple[str, ...] = ()) -
     nvrtc = _nvrtc()
     opts = grading_options(options, arch)
     text = source.read_text(encoding="utf-8")
-    with tempfile.TemporaryDirectory() as tmp:
-        name = str(Path(tmp) / source.name)
-        prog = nvrtc.createProgram(text, name, [], [])
+    name = str(source.resolve())
+    prog = nvrtc.createProgram(text, name, [], [])
+    try:
         try:
-            try:
-                nvrtc.compileProgram(prog, [*opts, "-Xptxas=-v"])
-                failed = False
-            except nvrtc.NVRTCError:
-                failed = True
-            log = nvrtc.getProgramLog(prog)
-        finally:
-            nvrtc.destroyProgram(prog)
+            nvrtc.compileProgram(prog, [*opts, "-Xptxas=-v"])
+            failed = False
+        except nvrtc.NVRTCError:
+            failed = True
+        log = nvrtc.getProgramLog(prog)
+    finally:
+        nvrtc.destroyProgram(prog)
     log = (log.decode(errors="replace") if isinstance(log, bytes) else log).replace("\x00", "")
-    log = log.replace(name, source.name).replace(tmp, "")
+    log = log.replace(name, source.name)
     diags = parse_compiler_log(log, source.name)
     problems = [f"{source.name}:{ln}: {kind}: {msg}" for ln, kind, msg in diags if kind != "warning"]
     if failed and not problems:

@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -16,6 +17,8 @@ from grader.grade import _strip_comments
 from grader.report.json_report import schema
 from grader.sandbox import kernel_trace as kt
 from grader.sandbox.supervisor import KIND_TEXT
+
+ROOT_CHEATS = Path(__file__).resolve().parent / "cheats"
 
 
 @pytest.mark.parametrize("traced, base", [
@@ -349,6 +352,12 @@ CUptiResult CUPTIAPI cuptiGetCallbackState(uint32_t *on, CUpti_SubscriberHandle 
                                            CUpti_CallbackId c) { (void)s; *on = enabled[d][c]; return CUPTI_SUCCESS; }
 CUptiResult CUPTIAPI cuptiGetResultString(CUptiResult r, const char **t) { (void)r; *t = "fake"; return CUPTI_SUCCESS; }
 CUresult cuFuncGetModule(CUmodule *m, CUfunction f) { *m = (CUmodule)((uintptr_t)f & ~(uintptr_t)0xff); return CUDA_SUCCESS; }
+/* addresses from 0xd000 on are device memory, from 0xb000 page-locked host memory, below unknown (pageable) */
+CUresult cuPointerGetAttribute(void *out, CUpointer_attribute a, CUdeviceptr p) {
+    if (a != CU_POINTER_ATTRIBUTE_MEMORY_TYPE || p < 0xb000) return CUDA_ERROR_INVALID_VALUE;
+    *(unsigned int *)out = p >= 0xd000 ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
+    return CUDA_SUCCESS;
+}
 static void call(CUpti_CallbackDomain d, CUpti_CallbackId c, CUpti_ApiCallbackSite site, const char *function,
                  const char *symbol, const void *params, CUresult *ret) {
     CUpti_CallbackData data = {0};
@@ -382,8 +391,8 @@ void fake_copy(void) {
     call(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpy2DAsync_v2, CUPTI_API_ENTER,
          "cuMemcpy2DAsync_v2", 0, params, 0);
 }
-void fake_runtime_copy(int kind) {   /* cudaMemcpyAsync(dst, src, count, kind, stream) */
-    struct { void *dst; const void *src; size_t count; int kind; void *stream; } params = {0, 0, 4, kind, 0};
+void fake_runtime_copy(int kind, uintptr_t src) {   /* cudaMemcpyAsync(dst, src, count, kind, stream) */
+    struct { void *dst; const void *src; size_t count; int kind; void *stream; } params = {0, (const void *)src, 4, kind, 0};
     call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, CUPTI_API_ENTER,
          "cudaMemcpyAsync", 0, &params, 0);
 }
@@ -391,6 +400,11 @@ void fake_to_symbol(int kind) {   /* cudaMemcpyToSymbol(symbol, src, count, offs
     struct { const void *symbol; const void *src; size_t count; size_t offset; int kind; } params = {0, 0, 4, 0, kind};
     call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToSymbol_v3020, CUPTI_API_ENTER,
          "cudaMemcpyToSymbol", 0, &params, 0);
+}
+void fake_htod(uintptr_t src) {   /* cuMemcpyHtoDAsync_v2(dst, src, count, stream) */
+    struct { CUdeviceptr dst; const void *src; size_t count; void *stream; } params = {0xd100, (const void *)src, 4, 0};
+    call(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2, CUPTI_API_ENTER,
+         "cuMemcpyHtoDAsync_v2", 0, &params, 0);
 }
 void fake_reset(void) {
     call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020, CUPTI_API_ENTER,
@@ -427,16 +441,20 @@ fake.fake_launch_from(b"cupy_sum", 0x1001)
 fake.fake_launch_from(b"mine", 0x1001)            # the same name from another module
 fake.fake_launch_from(b"mine", 0x3001)
 fake.fake_copy()
-fake.fake_runtime_copy(1)                         # host to device: not written
-fake.fake_runtime_copy(2)                         # device to host
+fake.fake_runtime_copy(1, 0x100)                  # host to device from pageable memory: not written
+fake.fake_runtime_copy(1, 0xb100)                 # ... from page-locked memory: not written
+fake.fake_runtime_copy(2, 0xd100)                 # device to host
+fake.fake_htod(0x100)                             # the driver's upload from host memory: not written
 fake.fake_stream_wait()
 fake.fake_to_symbol(1)                            # host to device: not written
 fake.fake_to_symbol(3)                            # device to device
+fake.fake_htod(0xd200)                            # labelled host to device, from device memory
 tracer.grader_trace_flush()
 print("flushed", flush=True)                      # 1: the lines, once each, then S
 step()
 fake.fake_reset()                                 # frees every module: none is own any more
 fake.fake_launch(b"mine")
+fake.fake_runtime_copy(1, 0xd200)                 # labelled host to device, from device memory
 tracer.grader_trace_flush()
 print("reset", flush=True)
 step()
@@ -475,7 +493,8 @@ def test_the_tracer_writes_names_at_launch_and_reports_tampering(tmp_path, monke
     """The tracer's own code on a CPU, against a stand-in libcupti: names written at their first
     launch since a flush, numbered, "+" only for functions of modules loaded in the own window
     (which opens once and closes for good; an unloaded module is own no more); device copies and
-    stream memory operations written, host-to-device copies not; S at each flush; a redirected
+    stream memory operations written, host-to-device copies not unless their source is device
+    memory (the label alone says nothing); S at each flush; a redirected
     descriptor and turned-off callbacks reported."""
     include, _ = kt.find_cupti()
     fake_dir = tmp_path / "fake"
@@ -503,10 +522,11 @@ def test_the_tracer_writes_names_at_launch_and_reports_tampering(tmp_path, monke
         L = kt.Launch
         assert f.names() == [L("mine", True), L("cupy_sum", False), L("mine", False),
                              L("<memcpy:cuMemcpy2DAsync_v2>", False), L("<memcpy:cudaMemcpyAsync>", False),
-                             L("<stream-memory-op:cuStreamWaitValue32_v2>", False), L("<memcpy:cudaMemcpyToSymbol>", False)]
+                             L("<stream-memory-op:cuStreamWaitValue32_v2>", False), L("<memcpy:cudaMemcpyToSymbol>", False),
+                             L("<memcpy:cuMemcpyHtoDAsync_v2>", False)]
         assert f.reported and not f.error
         assert step() == "reset"
-        assert f.names() == [L("mine", False)] and not f.error
+        assert f.names() == [L("mine", False), L("<memcpy:cudaMemcpyAsync>", False)] and not f.error
         assert f.status.startswith("CUPTI") and f.check_descriptor(child.pid) == ""
         assert step() == "reloaded"
         assert f.names() == [L("mine", False)] and not f.error
@@ -619,5 +639,39 @@ def test_kernels_inlining_a_forbidden_library_are_not_own(tmp_path):
     forbidding = kt.OwnKernels.of([], [ptx], folder=tmp_path, forbidden_headers=("cub/",))
     assert foreign_names(["block_sum", "zero"], forbidding) == ["block_sum"]
     assert "cub/block/block_reduce.cuh" in forbidding.why_not(kt.Launch("block_sum", True))
+    refusal = forbidding.forbidden_code()     # grade refuses such a submission before it runs
+    assert "kernel block_sum inlines cub/block/block_reduce.cuh" in refusal and "forbidden_headers" in refusal
+    assert "zero" not in refusal
     allowing = kt.OwnKernels.of([], [ptx], folder=tmp_path)
     assert foreign_names(["block_sum", "zero"], allowing) == []
+    assert allowing.forbidden_code() == ""
+
+
+@pytest.mark.skipif(__import__("grader.static", fromlist=["x"]).nvrtc_unavailable() is not None
+                    or shutil.which("readelf") is None, reason="needs NVRTC and readelf")
+def test_the_judged_ptx_and_the_loaded_cubin_come_from_one_compile(tmp_path):
+    """Red-team finding (fourth pass): kernel.cu that compiles to a plain kernel where it can include
+    itself (the grader's check compile, named by its path) and to CUB's AgentScan elsewhere (CuPy's
+    loader compiling the text from a temporary folder), under the same names: the grader judged PTX
+    that never ran. Now grader.kernel compiles once, named by the path, and the worker loads that
+    cubin and reports that PTX: the cheat's CUB branch is in neither, and the PTX's entries are
+    the cubin's kernels."""
+    from grader.kernel import compile_source
+    from grader.static import compile_with_nvrtc, ptx_of
+    cheat = ROOT_CHEATS / "ex05_scan" / "cub_where_the_check_cannot_see" / "kernel.cu"
+    source = tmp_path / "kernel.cu"
+    source.write_text(cheat.read_text())
+    cubin, ptx = compile_source(source.read_text(), source, ("-std=c++17",), "sm_90")
+    assert isinstance(cubin, bytes) and cubin[:4] == b"\x7fELF"
+    image = tmp_path / "kernel.cubin"
+    image.write_bytes(cubin)
+    symbols = subprocess.run(["readelf", "-sW", str(image)], capture_output=True, text=True, check=True).stdout
+    functions = {line.split()[-1] for line in symbols.splitlines() if " FUNC " in line}
+    entries = set(kt._PTX_ENTRY.findall(ptx))
+    assert entries == {"scan_init_f32", "scan_init_i32", "scan_f32", "scan_i32"} and entries <= functions
+    assert kt.library_code(ptx, ("cub/",)) == {} and "agent_scan" not in ptx
+    own = kt.KernelPolicy((), tmp_path, forbidden_headers=("cub/",)).judge({"kernel.cu": ptx}, {})
+    assert own.entries == entries and own.forbidden_code() == ""
+    # the check without a GPU (grade --compile-only, the required-PTX warning) compiles it the same way
+    assert compile_with_nvrtc(source, "sm_90", ("-std=c++17",))[0] == []
+    assert "agent_scan" not in (ptx_of(source, ("-std=c++17",), "sm_90") or "agent_scan")

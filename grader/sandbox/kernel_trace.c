@@ -67,8 +67,11 @@ enum {
                            parameters (pointer-sized), 0 when it has none */
     TRACE_GRAPH,        /* a CUDA graph launch */
     TRACE_COPY,         /* a memory copy; arg 1: a runtime cudaMemcpy[Async] whose 4th parameter is
-                           its cudaMemcpyKind, arg 2: a cudaMemcpyToSymbol[Async] whose 5th is
-                           (host-to-device copies are not written) */
+                           its cudaMemcpyKind, arg 2: a cudaMemcpyToSymbol[Async] whose 5th is,
+                           arg 3: a driver cuMemcpyHtoD* (source: 2nd parameter), arg 4: a
+                           cuMemcpyHtoA* (source: 3rd); a copy labelled host-to-device is not
+                           written when its source is host memory (with unified addressing the
+                           driver follows the pointer, not the label) */
     TRACE_STREAM_OP,    /* a stream memory operation (wait on / write a value in memory) */
     TRACE_MODULE_LOAD,  /* cuModuleLoad*: the first parameter is the CUmodule* it fills */
     TRACE_MODULE_UNLOAD, /* cuModuleUnload: the first parameter is the CUmodule */
@@ -93,6 +96,7 @@ static CUmodule own_modules[MAX_OWN];   /* modules loaded while the own window w
 static int n_own = 0;
 static int own_window = 0;      /* 0 never opened, 1 open, 2 closed for good */
 static CUresult (*func_get_module)(CUmodule *, CUfunction) = NULL;   /* the driver's cuFuncGetModule */
+static CUresult (*pointer_attribute)(void *, CUpointer_attribute, CUdeviceptr) = NULL;   /* cuPointerGetAttribute */
 static uint64_t key[2];         /* the MAC key (read from the grader's pipe) */
 static uint64_t mac = 0;        /* the chained MAC of the lines written so far */
 
@@ -210,6 +214,36 @@ static void note(char origin, const char *name) {
     pthread_mutex_unlock(&lock);
 }
 
+/* Whether ``p`` is host memory: memory the driver does not know (pageable), or that it says is on
+ * the host (page-locked). Device and managed memory are not. */
+static int host_memory(const void *p) {
+    unsigned int type = 0;
+    if (pointer_attribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)(uintptr_t)p) != CUDA_SUCCESS)
+        return 1;
+    return type == CU_MEMORYTYPE_HOST;
+}
+
+/* Whether a traced copy (TRACE_COPY with ``arg``, parameters ``params``) uploads host memory to
+ * the device: an upload computes nothing from the inputs, so it is not written. */
+static int upload(int arg, const void *params) {
+    if (!params) return 0;
+    switch (arg) {
+    case 1: {
+        const struct { void *d; const void *s; size_t n; int kind; } *p = params;
+        return p->kind == 1 && host_memory(p->s);   /* cudaMemcpyHostToDevice */
+    }
+    case 2: {
+        const struct { const void *y; const void *s; size_t n; size_t o; int kind; } *p = params;
+        return p->kind == 1 && host_memory(p->s);
+    }
+    case 3:
+        return host_memory(((const struct { CUdeviceptr d; const void *s; } *)params)->s);
+    case 4:
+        return host_memory(((const struct { CUarray a; size_t o; const void *s; } *)params)->s);
+    }
+    return 0;
+}
+
 /* Whether ``f`` is a function of a module loaded in the own window. */
 static int own_function(CUfunction f) {
     CUmodule m = NULL;
@@ -272,11 +306,7 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain, CU
             note('-', "<CUDA graph launch>");
             return;
         case TRACE_COPY:
-            if (arg == 1 && params && ((const struct { void *d; const void *s; size_t n; int kind; } *)params)->kind == 1)
-                return;   /* cudaMemcpyHostToDevice: an upload computes nothing from the inputs */
-            if (arg == 2 && params
-                && ((const struct { const void *y; const void *s; size_t n; size_t o; int kind; } *)params)->kind == 1)
-                return;
+            if (upload(arg, params)) return;
             snprintf(text, sizeof text, "<memcpy:%s>", cb->functionName ? cb->functionName : "?");
             note('-', text);
             return;
@@ -368,8 +398,10 @@ int InitializeInjection(void) {
     /* the driver that is loading this library (libcuda.so.1); else whatever defines the symbol */
     void *cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
     func_get_module = (CUresult(*)(CUmodule *, CUfunction))dlsym(cuda ? cuda : RTLD_DEFAULT, "cuFuncGetModule");
-    if (!func_get_module) {
-        say('E', "the CUDA driver has no cuFuncGetModule (a driver for CUDA 12 or later is needed)");
+    pointer_attribute = (CUresult(*)(void *, CUpointer_attribute, CUdeviceptr))dlsym(cuda ? cuda : RTLD_DEFAULT,
+                                                                                     "cuPointerGetAttribute");
+    if (!func_get_module || !pointer_attribute) {
+        say('E', "the CUDA driver has no cuFuncGetModule or cuPointerGetAttribute (a driver for CUDA 12 or later is needed)");
         return 1;
     }
     CUptiResult r = cuptiSubscribe(&subscriber, (CUpti_CallbackFunc)on_callback, NULL);

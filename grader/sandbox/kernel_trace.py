@@ -131,10 +131,11 @@ def traced_kind(domain: str, function: str) -> tuple[str, int] | None:
     ``cuLaunchKernel_ptsz``) in ``domain`` ("DRIVER" or "RUNTIME"): ``(kind, arg)`` with the kinds
     of ``kernel_trace.c`` (TRACE_LAUNCH, arg the 1-based index of the CUfunction parameter or 0;
     TRACE_GRAPH; TRACE_COPY, arg 1 where a runtime copy's 4th parameter is its cudaMemcpyKind, 2
-    where its 5th is (cudaMemcpyToSymbol*); TRACE_STREAM_OP; TRACE_MODULE_LOAD;
+    where its 5th is (cudaMemcpyToSymbol*), 3 and 4 for the driver's host-to-device and
+    host-to-array copies (source the 2nd or 3rd parameter): copies labelled host-to-device are
+    not written when their source is host memory; TRACE_STREAM_OP; TRACE_MODULE_LOAD;
     TRACE_MODULE_UNLOAD; TRACE_CONTEXT_END, a device reset or context destroy), or None when it
-    is not traced (host-function launches, host-to-device copies by name, graph construction,
-    everything else)."""
+    is not traced (host-function launches, graph construction, everything else)."""
     if "Graph" in function:
         return ("TRACE_GRAPH", 0) if "Launch" in function else None
     if "Launch" in function:
@@ -144,8 +145,8 @@ def traced_kind(domain: str, function: str) -> tuple[str, int] | None:
             return "TRACE_LAUNCH", 0
         return "TRACE_LAUNCH", 2 if function.startswith("cuLaunchKernelEx") else 1
     if "Memcpy" in function:
-        if "HtoD" in function or "HtoA" in function:
-            return None
+        if domain == "DRIVER" and ("HtoD" in function or "HtoA" in function):
+            return "TRACE_COPY", 3 + ("HtoA" in function)   # an upload only from host memory
         if domain == "RUNTIME" and "ToSymbol" in function:
             return "TRACE_COPY", 2   # its kind is the 5th parameter (symbol, src, count, offset, kind)
         return "TRACE_COPY", int(domain == "RUNTIME" and bool(_RUNTIME_COPY_WITH_KIND.fullmatch(function)))
@@ -488,6 +489,15 @@ class OwnKernels:
         return OwnKernels(entries, templates, frozenset() if compiler else declared, tuple(allowed), mangled,
                           tuple(uncompiled), frozenset(every - entries), tuple(sorted(headers.items())))
 
+    def forbidden_code(self) -> str:
+        """One line naming the kernels that inline device code of a ``[features] forbidden_headers``
+        folder ("" when none does): such a submission is refused before it runs."""
+        if not self.headers:
+            return ""
+        found = "; ".join(f"kernel {base_name(e)} inlines {h}" for e, h in self.headers)
+        return (f"{found}: device code of a library this exercise forbids ([features] forbidden_headers); "
+                f"fix: write that part yourself")
+
     def names(self) -> list[str]:
         """Readable names of the submission's kernels, for messages."""
         return sorted({base_name(n) for n in self.entries} | self.fallback)
@@ -538,6 +548,26 @@ class OwnKernels:
             return (f"{base_name(traced)} was launched from a module the grader did not load from the submission's "
                     f".cu files (compile kernels with grader.kernel.load, without extra options)")
         return ""
+
+
+@dataclass(frozen=True)
+class KernelPolicy:
+    """What decides which traced kernels a submission's graded calls may run, known before its
+    worker compiles anything: ``sources``, its CUDA sources with comments removed (for the names
+    they declare, see :meth:`OwnKernels.of`); ``folder``, the submission folder (own code has
+    ``.loc`` lines in files under it); the spec's ``allowed`` kernels and ``forbidden_headers``.
+    :meth:`judge` applies it to the PTX of the modules the worker compiled and loaded in its own
+    window, which is the code that runs (the worker's ``preload`` reply)."""
+    sources: tuple[str, ...]
+    folder: Path
+    allowed: tuple[str, ...] = ()
+    forbidden_headers: tuple[str, ...] = ()
+
+    def judge(self, ptx: dict[str, str], failed: dict[str, str]) -> OwnKernels:
+        """The :class:`OwnKernels` of a worker whose preload compiled ``ptx`` ({file: PTX}) and
+        could not compile ``failed`` ({file: why}); files are relative to ``folder``."""
+        return OwnKernels.of(list(self.sources), list(ptx.values()), self.allowed, uncompiled=tuple(sorted(failed)),
+                             folder=self.folder, forbidden_headers=self.forbidden_headers)
 
 
 _SOURCE_NAME = re.compile(r"(\d+)")

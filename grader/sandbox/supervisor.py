@@ -100,12 +100,12 @@ class WorkerConfig:
     forbidden_libraries: tuple[str, ...] = ()
     hide: tuple[str, ...] = ()     # folders the worker must not see (see grader.sandbox.isolation)
     trusted: bool = False          # the reference or the baseline: not isolated, made non-dumpable
-    own_kernels: kernel_trace.OwnKernels | None = None   # what a graded call may run (None: not checked)
+    kernel_policy: kernel_trace.KernelPolicy | None = None   # what a graded call may run (None: not checked)
 
 
 # Requests before any call of solve: kernels traced in their wake (the grader's own start-up work,
 # the submission's import) are not checked; after any other, they must be the submission's own.
-UNGRADED_OPS = ("hello", "load")
+UNGRADED_OPS = ("hello", "preload", "load")
 
 
 def import_hang_message(limit_s: float, log_tail: str, submission: Path) -> str:
@@ -163,9 +163,9 @@ def worker_kernel_cache(home: Path, config: WorkerConfig) -> Path:
 
 
 def _worker_env(token: str, home: Path, config: WorkerConfig) -> dict[str, str]:
-    """The worker's environment: no GRADER_* variables, its token, a private HOME (and Python
-    user base) so that nothing it writes under ~ (a usercustomize.py, say) reaches a later worker,
-    and a CuPy kernel cache of its own (:func:`worker_kernel_cache`)."""
+    """The worker's environment: no GRADER_* variables, its token, a private HOME, Python user
+    base and TMPDIR (its working folder) so that nothing it writes there (a usercustomize.py, say)
+    reaches a later worker, and a CuPy kernel cache of its own (:func:`worker_kernel_cache`)."""
     env = {k: v for k, v in os.environ.items()   # nothing of the grader's own settings or whereabouts
            if not k.startswith(("GRADER_", "PYENV")) and k not in ("PWD", "OLDPWD")}
     env[watch.TOKEN_VAR] = token
@@ -173,6 +173,7 @@ def _worker_env(token: str, home: Path, config: WorkerConfig) -> dict[str, str]:
     if config.trusted:
         env["GRADE_WORKER_TRUSTED"] = "1"
     env["HOME"] = env["PYTHONUSERBASE"] = str(home)
+    env["TMPDIR"] = str(home)   # temporary files (grader.kernel's cubins, say) stay in its own folder
     env["PYTHONPATH"] = os.pathsep.join(p for p in (PACKAGE_PARENT, env.get("PYTHONPATH", "")) if p)
     env["PYTHONUNBUFFERED"] = "1"
     env["PYTHONDONTWRITEBYTECODE"] = "1"
@@ -201,6 +202,8 @@ class Worker:
         self.trace: kernel_trace.TraceFile | None = None
         self.kernel_check = "kernels not traced (host backend)" if config.backend != "cuda" else ""
         self.own_kernels_traced = 0   # kernels of the submission's own seen in graded requests
+        self.module_ptx: dict[str, str] = {}   # {.cu file: PTX of the module the worker loaded from it}
+        self.own_kernels: kernel_trace.OwnKernels | None = None   # the policy applied to module_ptx
         self._carried: list[kernel_trace.Launch] = []  # traced after an ungraded request's flush (see _foreign_kernels)
         watch.protect_parent()
         _watch_sigcont()
@@ -265,8 +268,18 @@ class Worker:
             if not self.trace.status or self.trace.error:
                 self.trace.close()
                 self.trace = None
+        pre = self.request({"op": "preload", "dir": str(self.config.submission), "options": list(self.config.options)},
+                           self.config.compile_s, "[limits] compile_s")
+        if not pre.ok:
+            if pre.kind == "timeout":
+                pre = replace(pre, message=f"compiling the submission's .cu files did not finish within "
+                                           f"{self.config.compile_s:g} s ([limits] compile_s); the worker was killed")
+            return pre
+        self.module_ptx = dict(pre.data.get("ptx", {}))
+        policy = self.config.kernel_policy
+        self.own_kernels = policy.judge(self.module_ptx, dict(pre.data.get("failed", {}))) if policy else None
         self.baseline_libraries = self._libraries()  # mapped by the grader's own work, before any submission code
-        out = self.request({"op": "load", "dir": str(self.config.submission), "options": list(self.config.options),
+        out = self.request({"op": "load", "dir": str(self.config.submission),
                             "nargs": len(self.config.arg_names), "arg_names": list(self.config.arg_names),
                             "device_memory_bytes": self.config.device_memory_bytes,
                             "limit_s": self.config.compile_s},
@@ -495,7 +508,7 @@ class Worker:
         if self.trace is None:
             return ""
         names = self.trace.names()
-        own = self.config.own_kernels
+        own = self.own_kernels
         if own is None or op in UNGRADED_OPS:
             # kernels launched after the worker's flush ended the request are not the grader's
             # start-up work: the next graded request answers for them (the tracer writes a name
@@ -523,7 +536,7 @@ class Worker:
     def _other_gpu_processes(self) -> str:
         """The message when a process the submission started (its descendant, or an orphan now
         re-parented to the grader) holds a CUDA context: its kernels would not be traced."""
-        if self.trace is None or self.config.own_kernels is None or self.proc is None:
+        if self.trace is None or self.own_kernels is None or self.proc is None:
             return ""
         users = watch.gpu_processes() or set()
         me, worker = os.getpid(), self.proc.pid

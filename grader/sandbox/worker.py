@@ -3,9 +3,9 @@
 Started by :class:`grader.sandbox.supervisor.Worker` as ``python -m grader.sandbox.worker FD BACKEND``
 with a connected socket on file descriptor FD. It serves requests one at a time:
 
-- ``load``: compile and load the submission's ``.cu`` files inside the kernel tracer's own window
-  (its own modules, before any of its code runs), import its ``solution.py``, report the kernels'
-  resources;
+- ``preload``: compile and load the submission's ``.cu`` files inside the kernel tracer's own
+  window (its own modules, before any of its code runs) and reply with their PTX;
+- ``load``: import its ``solution.py``, report the kernels' resources;
 - ``run``: map the argument buffers, call ``solve`` once, synchronise the whole device;
 - ``warmup``: call ``solve`` on each input set in turn for a number of milliseconds;
 - ``map``: unmap the previous round's buffers and map this round's fresh ones (before the
@@ -90,6 +90,7 @@ class Server:
         self._events: list[Any] = []         # CUDA events reused by timed rounds
         self._trace_flush: Callable[[], int] | None = None
         self._own_window: Callable[[int], int] | None = None
+        self.preloaded = False
         if backend == "cuda":
             import cupy
             self.cupy = cupy
@@ -135,25 +136,39 @@ class Server:
             float((x * 2).sum())
         return info
 
+    def op_preload(self, req: dict[str, Any]) -> dict[str, Any]:
+        """Compile and load the submission's ``.cu`` files (its own modules, see
+        ``grader.kernel.preload``) inside the kernel tracer's one-time own window. Before any of its
+        code runs, and before its folder is on sys.path (where a module named like one that
+        compiling imports could run inside the window); the reply is sent before the submission's
+        code can run, so the PTX it carries is the code those modules hold."""
+        if self.preloaded:
+            raise Failure("grader_error", "preload twice")
+        import grader.kernel as gk
+        gk.configure(req.get("options", []))
+        self.preloaded = True
+        if self.backend != "cuda":
+            return {"ptx": {}, "failed": {}}
+        if self._own_window is not None:
+            self._own_window(1)
+        try:
+            ptx, failed = gk.preload(Path(req["dir"]).resolve())
+        finally:
+            if self._own_window is not None:
+                self._own_window(0)
+        return {"ptx": ptx, "failed": failed}
+
     def op_load(self, req: dict[str, Any]) -> dict[str, Any]:
         folder = Path(req["dir"]).resolve()
         path = folder / "solution.py"
+        if not self.preloaded:
+            raise Failure("grader_error", "load before preload")
         if not path.is_file():
             raise Failure("bad_submission", f"{path}: no solution.py (a submission is a folder with kernel.cu and solution.py)")
         import grader.kernel as gk
-        gk.configure(req.get("options", []))
         cap = int(req.get("device_memory_bytes", 0))
         if cap and self.backend == "cuda":  # a clear error for honest over-allocation; the parent's
             self.cupy.get_default_memory_pool().set_limit(size=cap)  # NVML watch is the real cap
-        if self._own_window is not None:
-            # the submission's own modules: its .cu files, compiled and loaded here before any of its
-            # code runs (and before its folder is on sys.path, where a module named like one that
-            # compiling imports could run inside the window); the window then closes for good
-            self._own_window(1)
-            try:
-                gk.preload(folder)
-            finally:
-                self._own_window(0)
         sys.path.insert(0, str(folder))
         self.submission = folder
         spec = importlib.util.spec_from_file_location("solution", path)

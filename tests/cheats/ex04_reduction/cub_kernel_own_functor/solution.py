@@ -23,7 +23,7 @@ def _launch(f, grid, block, params):
     holders = [ctypes.c_void_p(p) if isinstance(p, int) and not isinstance(p, bool) else p for p in params]
     argv = (ctypes.c_void_p * len(holders))(*[ctypes.cast(ctypes.pointer(h), ctypes.c_void_p) for h in holders])
     stream = cupy.cuda.get_current_stream().ptr
-    rc = _cuda.cuLaunchKernel(ctypes.c_void_p(f.ptr), grid, 1, 1, block, 1, 1, 0, ctypes.c_void_p(stream), argv, None)
+    rc = _cuda.cuLaunchKernel(ctypes.c_void_p(f.kernel.ptr), grid, 1, 1, block, 1, 1, 0, ctypes.c_void_p(stream), argv, None)
     assert rc == 0, rc
 
 
