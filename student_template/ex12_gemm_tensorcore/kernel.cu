@@ -104,3 +104,14 @@ extern "C" __global__ void __launch_bounds__(T_THREADS, 1) gemm_tc_f16(T_ARGS(__
 { gemm_tc_body<__half>(T_PASS); }
 extern "C" __global__ void __launch_bounds__(T_THREADS, 1) gemm_tc_bf16(T_ARGS(__nv_bfloat16))
 { gemm_tc_body<__nv_bfloat16>(T_PASS); }
+
+// Data movement, not the GEMM: copy src (rows x cols 16-bit elements, rows packed) into the first
+// cols columns of dst (rows x ld, ld >= cols); dst's padding columns are left as they are (zero).
+// Threads run along a row (coalesced), blocks over rows; launched by solution.py's _padded.
+extern "C" __global__ void pad_rows_u16(const unsigned short* __restrict__ src, unsigned short* __restrict__ dst,
+                                        int rows, int cols, int ld)
+{
+    for (int r = blockIdx.y; r < rows; r += gridDim.y)
+        for (int c = blockIdx.x * blockDim.x + threadIdx.x; c < cols; c += gridDim.x * blockDim.x)
+            dst[(long long)r * ld + c] = src[(long long)r * cols + c];
+}
