@@ -384,10 +384,11 @@ class _Parser:
                                'give names like "libcublas" (matched against the file names of mapped libraries)')
         allowed_kernels = self.str_list(feats, "features", "allowed_kernels")
         for pattern in allowed_kernels:
-            if not re.fullmatch(r"[A-Za-z0-9_*?]+|<(memcpy|stream-memory-op):[A-Za-z0-9_*?]+>", pattern):
+            if not re.fullmatch(r"[A-Za-z0-9_*?]+|<(memcpy|stream-memory-op|host-memory):[A-Za-z0-9_*?]+>", pattern):
                 raise self.err("features", f"allowed_kernels entry {pattern!r} is not a kernel name pattern",
-                               'give kernel names, * for any characters (e.g. "cupy_copy*"), or a traced copy '
-                               'as "<memcpy:FUNCTION>" (e.g. "<memcpy:cudaMemcpyAsync*>")')
+                               'give kernel names, * for any characters (e.g. "cupy_copy*"), or other traced work '
+                               'as "<memcpy:FUNCTION>" (e.g. "<memcpy:cudaMemcpyAsync*>"), '
+                               '"<stream-memory-op:FUNCTION>" or "<host-memory:FUNCTION>"')
         forbidden_headers = (self.str_list(feats, "features", "forbidden_headers") if "forbidden_headers" in feats
                              else list(DEFAULT_FORBIDDEN_HEADERS))
         for folder in forbidden_headers:

@@ -406,6 +406,11 @@ void fake_htod(uintptr_t src) {   /* cuMemcpyHtoDAsync_v2(dst, src, count, strea
     call(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2, CUPTI_API_ENTER,
          "cuMemcpyHtoDAsync_v2", 0, &params, 0);
 }
+void fake_host_alloc(void) {   /* cuMemHostAlloc(&p, bytes, flags) */
+    void *params[3] = {0};
+    call(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc, CUPTI_API_ENTER, "cuMemHostAlloc",
+         0, params, 0);
+}
 void fake_reset(void) {
     call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020, CUPTI_API_ENTER,
          "cudaDeviceReset", 0, 0, 0);
@@ -449,6 +454,7 @@ fake.fake_stream_wait()
 fake.fake_to_symbol(1)                            # host to device: not written
 fake.fake_to_symbol(3)                            # device to device
 fake.fake_htod(0xd200)                            # labelled host to device, from device memory
+fake.fake_host_alloc()                            # host memory the GPU can reach
 tracer.grader_trace_flush()
 print("flushed", flush=True)                      # 1: the lines, once each, then S
 step()
@@ -523,7 +529,7 @@ def test_the_tracer_writes_names_at_launch_and_reports_tampering(tmp_path, monke
         assert f.names() == [L("mine", True), L("cupy_sum", False), L("mine", False),
                              L("<memcpy:cuMemcpy2DAsync_v2>", False), L("<memcpy:cudaMemcpyAsync>", False),
                              L("<stream-memory-op:cuStreamWaitValue32_v2>", False), L("<memcpy:cudaMemcpyToSymbol>", False),
-                             L("<memcpy:cuMemcpyHtoDAsync_v2>", False)]
+                             L("<memcpy:cuMemcpyHtoDAsync_v2>", False), L("<host-memory:cuMemHostAlloc>", False)]
         assert f.reported and not f.error
         assert step() == "reset"
         assert f.names() == [L("mine", False), L("<memcpy:cudaMemcpyAsync>", False)] and not f.error
@@ -675,3 +681,24 @@ def test_the_judged_ptx_and_the_loaded_cubin_come_from_one_compile(tmp_path):
     # the check without a GPU (grade --compile-only, the required-PTX warning) compiles it the same way
     assert compile_with_nvrtc(source, "sm_90", ("-std=c++17",))[0] == []
     assert "agent_scan" not in (ptx_of(source, ("-std=c++17",), "sm_90") or "agent_scan")
+
+
+@pytest.mark.parametrize("domain, function, kind", [
+    ("DRIVER", "cuLaunchKernel", ("TRACE_LAUNCH", 1)),
+    ("DRIVER", "cuMemcpyDtoDAsync_v2", ("TRACE_COPY", 0)),
+    ("RUNTIME", "cudaMemcpyAsync_v3020", ("TRACE_COPY", 1)),
+    ("RUNTIME", "cudaMemcpyToSymbol_v3020", ("TRACE_COPY", 2)),
+    ("DRIVER", "cuMemcpyHtoD_v2", ("TRACE_COPY", 3)),          # an upload only from host memory
+    ("DRIVER", "cuMemcpyHtoAAsync_v2", ("TRACE_COPY", 4)),
+    ("DRIVER", "cuMemHostAlloc", ("TRACE_HOST_MEMORY", 0)),
+    ("DRIVER", "cuMemHostRegister_v2", ("TRACE_HOST_MEMORY", 0)),
+    ("DRIVER", "cuMemAllocManaged", ("TRACE_HOST_MEMORY", 0)),
+    ("RUNTIME", "cudaHostAlloc_v3020", ("TRACE_HOST_MEMORY", 0)),
+    ("RUNTIME", "cudaMallocManaged_v6000", ("TRACE_HOST_MEMORY", 0)),
+    ("DRIVER", "cuMemHostUnregister", None),                   # gives access up
+    ("DRIVER", "cuMemHostGetFlags", None),
+    ("DRIVER", "cuMemAlloc_v2", None),
+    ("DRIVER", "cuLaunchHostFunc", None),
+])
+def test_what_the_tracer_follows(domain, function, kind):
+    assert kt.traced_kind(domain, function) == kind

@@ -25,7 +25,8 @@
  * reads from its own process):
  *   R <version>        tracing is on            E <message>   tracing could not start
  *   K <seq> <m> <name> a kernel (m "+" from an own module, "-" not), or other GPU work named
- *                      <memcpy:FUNCTION>, <stream-memory-op:FUNCTION> or <CUDA graph launch>; written
+ *                      <memcpy:FUNCTION>, <stream-memory-op:FUNCTION>, <host-memory:FUNCTION> or
+ *                      <CUDA graph launch>; written
  *                      at once the first time it happens since the last flush (a write per new
  *                      line, none per repeat); seq counts K lines 1, 2, ...
  *   S <seq> <mac>      written by grader_trace_flush(), which the worker's trusted code calls before
@@ -73,6 +74,7 @@ enum {
                            written when its source is host memory (with unified addressing the
                            driver follows the pointer, not the label) */
     TRACE_STREAM_OP,    /* a stream memory operation (wait on / write a value in memory) */
+    TRACE_HOST_MEMORY,  /* host memory made reachable from the GPU (page-locked, mapped, managed) */
     TRACE_MODULE_LOAD,  /* cuModuleLoad*: the first parameter is the CUmodule* it fills */
     TRACE_MODULE_UNLOAD, /* cuModuleUnload: the first parameter is the CUmodule */
     TRACE_CONTEXT_END    /* a device reset or context destroy: it frees the modules without a
@@ -312,6 +314,10 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain, CU
             return;
         case TRACE_STREAM_OP:
             snprintf(text, sizeof text, "<stream-memory-op:%s>", cb->functionName ? cb->functionName : "?");
+            note('-', text);
+            return;
+        case TRACE_HOST_MEMORY:
+            snprintf(text, sizeof text, "<host-memory:%s>", cb->functionName ? cb->functionName : "?");
             note('-', text);
             return;
         }

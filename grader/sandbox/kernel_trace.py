@@ -123,6 +123,12 @@ _STREAM_OPS = ("cuStreamWaitValue", "cuStreamWriteValue", "cuStreamBatchMemOp")
 # it in normal operation (a release to zero by the submission breaks CuPy's own context anyway)
 _CONTEXT_ENDS = ("cuCtxDestroy", "cuCtxDetach", "cuDevicePrimaryCtxReset", "cuGreenCtxDestroy", "cudaDeviceReset",
                  "cudaThreadExit")
+# host memory the GPU can reach (page-locked, mapped, registered or managed): kernels could move a
+# computation's data to the CPU and back without any traced copy
+_HOST_MEMORY = ("cuMemHostAlloc", "cuMemAllocHost", "cuMemHostRegister", "cuMemHostGetDevicePointer",
+                "cuMemAllocManaged", "cudaHostAlloc", "cudaMallocHost", "cudaHostRegister", "cudaHostGetDevicePointer",
+                "cudaMallocManaged")
+HOST_MEMORY_PREFIX = "<host-memory:"
 _RUNTIME_COPY_WITH_KIND = re.compile(r"cudaMemcpy(Async)?(_ptsz|_ptds)?_v\d+")
 
 
@@ -133,7 +139,8 @@ def traced_kind(domain: str, function: str) -> tuple[str, int] | None:
     TRACE_GRAPH; TRACE_COPY, arg 1 where a runtime copy's 4th parameter is its cudaMemcpyKind, 2
     where its 5th is (cudaMemcpyToSymbol*), 3 and 4 for the driver's host-to-device and
     host-to-array copies (source the 2nd or 3rd parameter): copies labelled host-to-device are
-    not written when their source is host memory; TRACE_STREAM_OP; TRACE_MODULE_LOAD;
+    not written when their source is host memory; TRACE_STREAM_OP; TRACE_HOST_MEMORY, an
+    allocation or mapping of host memory the GPU can reach; TRACE_MODULE_LOAD;
     TRACE_MODULE_UNLOAD; TRACE_CONTEXT_END, a device reset or context destroy), or None when it
     is not traced (host-function launches, graph construction, everything else)."""
     if "Graph" in function:
@@ -154,6 +161,8 @@ def traced_kind(domain: str, function: str) -> tuple[str, int] | None:
         return "TRACE_CONTEXT_END", 0
     if domain == "DRIVER" and function.startswith(_STREAM_OPS):
         return "TRACE_STREAM_OP", 0
+    if function.startswith(_HOST_MEMORY):
+        return "TRACE_HOST_MEMORY", 0
     if domain == "DRIVER" and function in _MODULE_LOADS:
         return "TRACE_MODULE_LOAD", 0
     if domain == "DRIVER" and function == "cuModuleUnload":
@@ -223,7 +232,8 @@ _K_LINE = re.compile(r"K (\d+) ([+-]) (\S+|<CUDA graph launch>|<unnamed kernel>)
 @dataclass(frozen=True)
 class Launch:
     """One line of the trace: ``name`` is a kernel's (mangled) name, or the tracer's name for other
-    GPU work (``<memcpy:FUNCTION>``, ``<stream-memory-op:FUNCTION>``, ``<CUDA graph launch>``);
+    GPU work (``<memcpy:FUNCTION>``, ``<stream-memory-op:FUNCTION>``, ``<CUDA graph launch>``,
+    ``<host-memory:FUNCTION>``: host memory made reachable from the GPU);
     ``own_module``: the kernel's function is in a module the worker loaded from the submission's
     ``.cu`` files before any submission code ran (see ``kernel_trace.c``)."""
     name: str
@@ -531,6 +541,9 @@ class OwnKernels:
         if traced.startswith("<memcpy:"):
             return (f"{traced[8:-1]} is a memory copy: the exercise's data movement is the kernel's job "
                     f"(copies to the device, zero fills and allocations are fine)")
+        if traced.startswith(HOST_MEMORY_PREFIX):
+            return (f"{traced[len(HOST_MEMORY_PREFIX):-1]} makes host memory reachable from the GPU (page-locked, "
+                    f"mapped or managed): the exercise's work is done on device memory, not moved to the CPU")
         if traced.startswith("<stream-memory-op:"):
             return f"{traced[18:-1]} is a stream memory operation: work queued behind it escapes the timing"
         if traced in self.mangled:

@@ -1,4 +1,4 @@
-# cheat: the GEMM runs on the CPU (numpy's matmul, OpenBLAS); kernel.cu's only kernel copies a and b into page-locked host memory mapped into the device (cudaHostAlloc/cudaHostGetDevicePointer, not traced) and copies c back, so every traced launch is an own kernel from the own window and no copy or library kernel is ever traced
+# cheat: the GEMM runs on the CPU (numpy's matmul, OpenBLAS); kernel.cu's only kernel copies a and b into page-locked host memory mapped into the device (cudaHostAlloc/cudaHostGetDevicePointer) and copies c back, so every traced launch is an own kernel from the own window and no copy or library kernel is ever traced
 import ctypes
 
 import cupy
