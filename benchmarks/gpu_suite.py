@@ -1,0 +1,144 @@
+"""The GPU test suite on one GPU in one device call: what can share the GPU runs in parallel
+processes, what is timed runs alone afterwards. Installs nothing; prints a short table last.
+
+Phases (each a set of pytest node ids; logs in OUT/logs/<phase>[-<n>].txt):
+
+1. gate, alone: the tracer test and ex01's full marks. When it fails nothing else runs, so a broken
+   tracer or worker costs a minute of device time, not the call.
+2. shared, in ``--jobs`` concurrent pytest processes on the same GPU: the cuda cheats whose
+   expectation does not depend on timing (``expect`` "rejected" or "incorrect": a refusal, a wrong
+   output, a memory cap) and the stubs. Concurrent grades slow each other down, which none of these
+   outcomes depends on.
+3. timed, alone: the cheats judged by their timing (``expect`` "flag", "no_gain",
+   "zero_performance") and every reference's full marks (both need a quiet GPU), then, in another
+   process, the tests of tests/test_gpu.py that ``--serial-k`` selects.
+
+    python3 benchmarks/gpu_suite.py                     # on a machine with an NVIDIA GPU
+    python3 benchmarks/gpu_suite.py --jobs 4 --serial-k "compile_error or naive"
+
+Exit status: 0 when every selected test passed (a skip or a test cut off by the time limit is not a
+pass), 1 otherwise, 2 when the gate failed.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TIMED_EXPECTATIONS = ("flag", "no_gain", "zero_performance")
+GATE = ["tests/test_gpu.py::test_kernels_are_traced_and_a_library_kernel_is_named",
+        "tests/test_gpu.py::test_solution_gets_full_marks[ex01_vector_add]"]
+
+
+def cuda_cheats() -> tuple[list[str], list[str]]:
+    """Node ids of the cuda cheats: (judged without timing, judged by timing)."""
+    shared, timed = [], []
+    for toml in sorted((ROOT / "tests" / "cheats").glob("*/*/cheat.toml")):
+        meta = tomllib.loads(toml.read_text())
+        if meta.get("backend") != "cuda":
+            continue
+        node = f"tests/test_cheats.py::test_cuda_cheat_is_caught[{toml.parent.parent.name}/{toml.parent.name}]"
+        (timed if meta.get("expect") in TIMED_EXPECTATIONS else shared).append(node)
+    return shared, timed
+
+
+def exercises() -> list[str]:
+    return sorted(p.name for p in (ROOT / "solutions").iterdir() if (ROOT / "exercises" / p.name).is_dir())
+
+
+def pytest(nodes: list[str], log: Path, limit_s: float, extra: tuple[str, ...] = ()) -> subprocess.Popen:
+    """One pytest process over ``nodes`` writing to ``log``, stopped with SIGINT at ``limit_s``
+    (pytest still prints what passed and failed)."""
+    cmd = ["timeout", "-s", "INT", "-k", "20", str(max(1, int(limit_s))), sys.executable, "-m", "pytest", "-m", "gpu",
+           "-q", "-rA", "--tb=short", "--durations=15", "-p", "no:cacheprovider", *extra, *nodes]
+    return subprocess.Popen(cmd, cwd=ROOT, stdout=log.open("w"), stderr=subprocess.STDOUT,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "160"})
+
+
+def outcome(log: Path) -> tuple[list[str], list[str], str]:
+    """(passed node ids, failed or errored node ids with their reason, pytest's last line)."""
+    text = log.read_text(errors="replace") if log.is_file() else ""
+    passed = re.findall(r"^PASSED (\S+)", text, flags=re.M)
+    failed = [m.group(0)[:300] for m in re.finditer(r"^(FAILED|ERROR) .*$", text, flags=re.M)]
+    last = next((ln for ln in reversed(text.splitlines())
+                 if re.search(r"passed|failed|error|skipped|no tests ran", ln)), "")
+    return passed, failed, last.strip("= ")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--jobs", type=int, default=3, help="concurrent pytest processes in the shared phase (default 3)")
+    ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "out")), help="folder for logs/")
+    ap.add_argument("--limit-s", type=float, default=560, help="wall-clock limit for the whole suite, s (default 560)")
+    ap.add_argument("--serial-k", default="compile_error",
+                    help='a pytest -k filter over tests/test_gpu.py run alone at the end ("" for none)')
+    ap.add_argument("--no-gate", action="store_true", help="skip the gate")
+    ap.add_argument("--only", choices=("shared", "timed"), help="run one phase only (after the gate)")
+    args = ap.parse_args()
+    logs = args.out / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    start = time.monotonic()
+
+    def left() -> float:
+        return args.limit_s - (time.monotonic() - start)
+
+    rows: list[tuple[str, int, int, list[str], float, str]] = []   # phase, selected, passed, failed, wall s, pytest
+    print(time.strftime("gpu_suite %Y-%m-%d %H:%M:%S UTC", time.gmtime()), flush=True)
+    if shutil.which("nvidia-smi"):
+        subprocess.run(["nvidia-smi", "--query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu",
+                        "--format=csv"], check=False)
+    if not args.no_gate:
+        t0 = time.monotonic()
+        pytest(GATE, logs / "gate.txt", min(150, left())).wait()
+        passed, failed, last = outcome(logs / "gate.txt")
+        rows.append(("gate", len(GATE), len(passed), failed, time.monotonic() - t0, last))
+        if failed or len(passed) < len(GATE):
+            print(f"== gate FAILED: nothing else was run ({last})")
+            print((logs / "gate.txt").read_text(errors="replace")[-3000:])
+            return 2
+    shared, timed = cuda_cheats()
+    shared += [f"tests/test_gpu.py::test_stub_scores_zero_cleanly[{e}]" for e in exercises()]
+    timed += [f"tests/test_gpu.py::test_solution_gets_full_marks[{e}]" for e in exercises()
+              if args.no_gate or e != "ex01_vector_add"]
+    if args.only != "timed":
+        t0 = time.monotonic()
+        groups = [shared[i::args.jobs] for i in range(args.jobs)]
+        procs = [pytest(g, logs / f"shared-{i}.txt", left() - 10) for i, g in enumerate(groups) if g]
+        for p in procs:
+            p.wait()
+        results = [outcome(logs / f"shared-{i}.txt") for i in range(len(procs))]
+        rows.append((f"shared x{len(procs)}", len(shared), sum(len(r[0]) for r in results),
+                     [f for r in results for f in r[1]], time.monotonic() - t0, "; ".join(r[2] for r in results)))
+    if args.only != "shared":
+        t0 = time.monotonic()
+        pytest(timed, logs / "timed.txt", left() - 5).wait()
+        passed, failed, last = outcome(logs / "timed.txt")
+        rows.append(("timed", len(timed), len(passed), failed, time.monotonic() - t0, last))
+        if args.serial_k and left() > 20:
+            t0 = time.monotonic()
+            pytest(["tests/test_gpu.py"], logs / "serial.txt", left() - 5, ("-k", args.serial_k)).wait()
+            passed, failed, last = outcome(logs / "serial.txt")
+            ran = sum(int(n) for n, what in re.findall(r"(\d+) (passed|failed|skipped|errors?)\b", last))
+            rows.append(("serial", ran, len(passed), failed, time.monotonic() - t0, last))
+    timed_log = logs / "timed.txt"
+    if timed_log.is_file():   # the reference's ratios and flags, as the tests printed them
+        print("\n".join(timed_log.read_text(errors="replace").splitlines()[-30:]))
+    print(f"\n{'phase':<12} {'selected':>8} {'passed':>6} {'failed':>6} {'wall s':>7}  pytest")
+    for name, selected, npass, failed, wall, last in rows:
+        print(f"{name:<12} {selected:>8} {npass:>6} {len(failed):>6} {wall:>7.0f}  {last[:110]}")
+    for row in rows:
+        for f in row[3]:
+            print("  " + f)
+    print(f"total {time.monotonic() - start:.0f} s")
+    return 0 if all(r[2] == r[1] and not r[3] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
