@@ -26,6 +26,7 @@ Exit codes of `grade EXERCISE` and `grade batch`:
 `grade check` and `grade calibrate` exit 0 when everything passed, 1 otherwise."""
 FORMATS = ("text", "json", "gradescope", "junit", "html")   # = grader.report.formats.FORMATS
 SECRET_ENV = "GRADER_SECRET"
+INSTRUCTOR_COMMANDS = ("check", "calibrate", "publish", "new")   # left out of the help in a student bundle
 
 
 class ExerciseGroup(click.Group):
@@ -38,6 +39,27 @@ class ExerciseGroup(click.Group):
 
     def format_usage(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         formatter.write_usage("grade", "EXERCISE [OPTIONS] | COMMAND [ARGS]")
+
+    def format_help_text(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """In a published student bundle, the help leaves out the instructors' commands."""
+        if not _in_bundle():
+            return super().format_help_text(ctx, formatter)
+        import inspect
+        text = inspect.cleandoc(self.help or "").split("Instructors and CI:")[0].rstrip()
+        formatter.write_paragraph()
+        with formatter.indentation():
+            formatter.write_text(text)
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        if not _in_bundle():
+            return super().format_epilog(ctx, formatter)
+        formatter.write_paragraph()
+        with formatter.indentation():
+            formatter.write_text("\n".join(ln for ln in (self.epilog or "").splitlines() if "grade check" not in ln))
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        hidden = INSTRUCTOR_COMMANDS if _in_bundle() else ()
+        return [c for c in super().list_commands(ctx) if c not in hidden]
 
 
 class RunCommand(click.Command):
@@ -72,6 +94,16 @@ def main() -> None:
 
 
 # -- helpers ---------------------------------------------------------------------------------------
+def _in_bundle() -> bool:
+    """Whether the course found from the current folder is a published student bundle."""
+    from grader.publish import BUNDLE_MARKER
+    from grader.spec import find_root
+    try:
+        return (find_root(None) / BUNDLE_MARKER).is_file()
+    except (FileNotFoundError, OSError):
+        return False
+
+
 def _needs_solutions(root: Path, command: str) -> None:
     """A usage error when ``grade COMMAND`` (an instructor's command) runs in a published student
     bundle (``grade publish`` marks one, see grader.publish.BUNDLE_MARKER)."""

@@ -498,9 +498,16 @@ def test_a_bundled_readme_says_which_cited_files_stay_in_the_course_repository(t
     assert "bench.py" not in last   # it is in the bundle
 
 
-def test_instructor_commands_in_a_bundle_say_they_are_for_the_course_repository(runner, tmp_path):
+def test_instructor_commands_in_a_bundle_say_they_are_for_the_course_repository(runner, tmp_path, monkeypatch):
     bundle = tmp_path / "bundle"
     assert runner.invoke(cli.main, ["publish", str(bundle), "--root", str(COURSE), "--no-install-check"]).exit_code == 0
     for command in (["check"], ["calibrate"], ["publish", str(tmp_path / "again")]):
         out = runner.invoke(cli.main, [*command, "--root", str(bundle)])
         assert out.exit_code == 2 and "an instructor's command" in out.output and "student bundle" in out.output, out.output
+    # and the bundle's `grade --help` lists only what students run; the course's lists everything
+    course = runner.invoke(cli.main, ["--help"]).output   # run in the course repository
+    monkeypatch.chdir(bundle)
+    shown = runner.invoke(cli.main, ["--help"]).output
+    assert "grade ex07 --compile-only" in shown and "batch" in shown
+    assert not any(word in shown for word in ("calibrate", "publish", "Instructors", "check"))
+    assert all(word in course for word in ("calibrate", "publish", "Instructors", "grade check"))
