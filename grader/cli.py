@@ -325,7 +325,7 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
         if why_not is not None:
             _emit_error(fmt, output, json_out, ex.name, str(sub), "no_isolation", why_not, EXIT_ERROR,
                         spec.total_points)
-    from grader.grade import static_check
+    from grader.static import static_check
     problem = static_check(spec, sub)
     if problem:  # before looking for a GPU: a missing or forbidden submission is the user's to fix
         _emit_error(fmt, output, json_out, ex.name, str(sub), problem[0], problem[1], EXIT_NOT_GRADED,

@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import math
 import random
-import re
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -27,11 +26,10 @@ from grader.sandbox.kernel_trace import KernelPolicy, OwnKernels
 from grader.sandbox.supervisor import KIND_TEXT, Outcome, Worker, WorkerConfig, times_continued
 from grader.sandbox.watch import GpuDrain
 from grader.spec import Benchmark, Spec
+from grader.static import CUDA_SOURCE_SUFFIXES, missing_ptx, static_check, strip_comments
 from grader.timing import (BASELINE, OUTSIDE_SHARE, REFERENCE, UNEVEN_RATIO, Binding, Contestant, Rig, ShapeResult,
                            StopPolicy, run_benchmark)
 
-SUBMISSION_FILES = ("kernel.cu", "solution.py")
-CUDA_SOURCE_SUFFIXES = (".cu", ".cuh", ".h", ".hpp")   # where a submission's own kernels may be declared
 BASELINE_SUBMISSION = Path(__file__).resolve().parent / "sandbox" / "noop"
 # Failures while timing that fail correctness too (see grader.timing.ContestantTiming.failure_kind).
 TIMING_FAILS_CORRECTNESS = ("wrong", "forbidden_library", "foreign_kernel", "host_memory_limit",
@@ -166,86 +164,6 @@ class Progress:
     def done(self) -> None: ...
 
 
-# -- helpers -------------------------------------------------------------------------------------
-def static_check(spec: Spec, submission: Path) -> tuple[str, str] | None:
-    """(kind, message) when the submission folder cannot be graded as it stands: a missing file,
-    a forbidden feature in its source, or a required one missing from kernel.cu."""
-    if submission.is_file():
-        return "bad_submission", (f"{submission}: is a file; fix: pass the folder that holds kernel.cu and "
-                                  f"solution.py (--submission {submission.parent})")
-    if not submission.is_dir():
-        return "bad_submission", f"{submission}: no such folder; fix: pass --submission DIR with kernel.cu and solution.py"
-    for f in SUBMISSION_FILES:
-        if (submission / f).is_symlink():   # the grader would read what it points to, outside the worker's view
-            return "bad_submission", (f"{submission / f}: is a symbolic link; fix: submit the file itself, not a "
-                                      f"link to it")
-        if not (submission / f).is_file():
-            return "bad_submission", f"{submission / f}: missing; a submission is a folder with {' and '.join(SUBMISSION_FILES)}"
-    for f in SUBMISSION_FILES:
-        undecodable = not_utf8(submission / f)
-        if undecodable:
-            return "bad_submission", undecodable
-    sources = {f: _strip_comments((submission / f).read_text(errors="replace"), f) for f in SUBMISSION_FILES}
-    for pattern in spec.forbidden:
-        for f, text in sources.items():
-            m = re.search(pattern, text)
-            if m:
-                line = text[:m.start()].count("\n") + 1
-                return "forbidden", f"{f}:{line}: uses {m.group(0)!r}, which this exercise forbids ([features] forbidden)"
-    for pattern in spec.required:
-        if not re.search(pattern, sources["kernel.cu"]):
-            return "required", f"kernel.cu: does not use {pattern!r}, which this exercise requires ([features] required)"
-    return None
-
-
-def not_utf8(path: Path) -> str | None:
-    """``FILE:LINE: ...`` (one line, with the fix) when ``path`` is not UTF-8 text, which is how
-    Python and NVRTC read a submission's files; None when it is."""
-    data = path.read_bytes()
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        return (f"{path.name}:{line}: byte 0x{data[exc.start]:02X} is not UTF-8 text; fix: save {path.name} as "
-                f"UTF-8 (or write that character in plain ASCII)")
-    return None
-
-
-def _strip_comments(text: str, name: str) -> str:
-    """Blank out comments, and docstrings in Python (keeping line numbers), so a forbidden word in
-    prose is not a hit."""
-    if name.endswith(".py"):
-        return _strip_python_prose(text)
-    text = re.sub(r"/\*.*?\*/", lambda m: re.sub(r"[^\n]", " ", m.group(0)), text, flags=re.S)
-    return re.sub(r"//[^\n]*", "", text)
-
-
-def _strip_python_prose(text: str) -> str:
-    import io
-    import tokenize
-    lines = text.splitlines(keepends=True)
-    try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
-    except (tokenize.TokenError, SyntaxError):
-        return re.sub(r"#[^\n]*", "", text)
-    spans = []
-    prev = tokenize.NEWLINE
-    for tok in tokens:
-        if tok.type == tokenize.COMMENT:
-            spans.append((tok.start, tok.end))
-        elif tok.type == tokenize.STRING and prev in (tokenize.NEWLINE, tokenize.NL, tokenize.INDENT, tokenize.DEDENT):
-            spans.append((tok.start, tok.end))  # a string alone on its line: a docstring
-        if tok.type not in (tokenize.COMMENT,):
-            prev = tok.type
-    for (r0, c0), (r1, c1) in reversed(spans):
-        for r in range(r0, r1 + 1):
-            line = lines[r - 1]
-            a = c0 if r == r0 else 0
-            b = c1 if r == r1 else len(line.rstrip("\n"))
-            lines[r - 1] = line[:a] + " " * (b - a) + line[b:]
-    return "".join(lines)
-
-
 # -- the grader ------------------------------------------------------------------------------------
 class Grader:
     """Grades one submission against one spec. Use :func:`grade`."""
@@ -278,7 +196,7 @@ class Grader:
         of the modules the worker compiles from the submission's ``.cu`` files with the exercise's
         options, and the spec's ``allowed_kernels``."""
         files = [f for f in sorted(self.submission.rglob("*")) if f.suffix in CUDA_SOURCE_SUFFIXES and f.is_file()]
-        return KernelPolicy(tuple(_strip_comments(f.read_text(errors="replace"), f.name) for f in files),
+        return KernelPolicy(tuple(strip_comments(f.read_text(errors="replace"), f.name) for f in files),
                             self.submission.resolve(), self.spec.allowed_kernels, self.spec.forbidden_headers)
 
     @property
@@ -527,13 +445,8 @@ class Grader:
         """Why the submission gets no performance points under ``[features] required_ptx`` (its
         kernel.cu compiled to PTX lacks a required instruction), or None."""
         ptx = self.worker.module_ptx.get("kernel.cu")   # the code that ran
-        if not self.spec.required_ptx or ptx is None:
-            return None
-        for pattern in self.spec.required_ptx:
-            if not re.search(pattern, ptx):
-                return (f"kernel.cu: its compiled PTX has no instruction matching {pattern!r}, which this exercise "
-                        f"requires ([features] required_ptx): no performance points")
-        return None
+        missing = missing_ptx(self.spec, ptx) if ptx is not None else []
+        return f"{missing[0]}: no performance points" if missing else None
 
     def close(self) -> None:
         self.worker.close()

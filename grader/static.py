@@ -1,8 +1,11 @@
-"""What can be checked without a GPU: compile ``kernel.cu`` with NVRTC, the compiler grading uses
-(through CuPy; errors as ``kernel.cu:LINE``, registers / shared memory / spills per kernel from
-``-Xptxas -v``), or with nvcc when NVRTC cannot be loaded here (said as a warning: the two differ);
-parse ``solution.py`` and look for ``solve`` with the right number of arguments; and the spec's
-required/forbidden features. What did not run is listed in the report, never passed over."""
+"""What can be checked without a GPU, in one place (``grade`` runs :func:`static_check` before it
+starts a worker; ``grade --compile-only`` runs :func:`static_report`): the submission's files (present,
+not links, UTF-8) and the spec's required/forbidden source features; compiling ``kernel.cu`` with
+NVRTC, the compiler grading uses (errors as ``kernel.cu:LINE``, registers / shared memory / spills
+per kernel from ``-Xptxas -v``), or with nvcc when NVRTC cannot be loaded here (said as a warning:
+the two differ); its PTX against ``required_ptx`` and ``forbidden_headers``; ``solution.py``
+parsed, its imports and ``solve`` with the right number of arguments. What did not run is listed
+in the report, never passed over."""
 from __future__ import annotations
 
 import ast
@@ -71,6 +74,96 @@ class StaticReport:
         if self.compile_errors:
             return f"compiling kernel.cu with {self.compiler} for {self.arch} FAILED ({self.compile_errors} error(s) below)"
         return f"kernel.cu compiled with {self.compiler} for {self.arch}"
+
+
+SUBMISSION_FILES = ("kernel.cu", "solution.py")
+CUDA_SOURCE_SUFFIXES = (".cu", ".cuh", ".h", ".hpp")   # where a submission's own kernels may be declared
+
+
+def static_check(spec: Spec, submission: Path) -> tuple[str, str] | None:
+    """(kind, message) when the submission folder cannot be graded as it stands: a missing file,
+    a forbidden feature in its source, or a required one missing from kernel.cu."""
+    if submission.is_file():
+        return "bad_submission", (f"{submission}: is a file; fix: pass the folder that holds kernel.cu and "
+                                  f"solution.py (--submission {submission.parent})")
+    if not submission.is_dir():
+        return "bad_submission", f"{submission}: no such folder; fix: pass --submission DIR with kernel.cu and solution.py"
+    for f in SUBMISSION_FILES:
+        if (submission / f).is_symlink():   # the grader would read what it points to, outside the worker's view
+            return "bad_submission", (f"{submission / f}: is a symbolic link; fix: submit the file itself, not a "
+                                      f"link to it")
+        if not (submission / f).is_file():
+            return "bad_submission", f"{submission / f}: missing; a submission is a folder with {' and '.join(SUBMISSION_FILES)}"
+    for f in SUBMISSION_FILES:
+        undecodable = not_utf8(submission / f)
+        if undecodable:
+            return "bad_submission", undecodable
+    sources = {f: strip_comments((submission / f).read_text(errors="replace"), f) for f in SUBMISSION_FILES}
+    for pattern in spec.forbidden:
+        for f, text in sources.items():
+            m = re.search(pattern, text)
+            if m:
+                line = text[:m.start()].count("\n") + 1
+                return "forbidden", f"{f}:{line}: uses {m.group(0)!r}, which this exercise forbids ([features] forbidden)"
+    for pattern in spec.required:
+        if not re.search(pattern, sources["kernel.cu"]):
+            return "required", f"kernel.cu: does not use {pattern!r}, which this exercise requires ([features] required)"
+    return None
+
+
+def not_utf8(path: Path) -> str | None:
+    """``FILE:LINE: ...`` (one line, with the fix) when ``path`` is not UTF-8 text, which is how
+    Python and NVRTC read a submission's files; None when it is."""
+    data = path.read_bytes()
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        return (f"{path.name}:{line}: byte 0x{data[exc.start]:02X} is not UTF-8 text; fix: save {path.name} as "
+                f"UTF-8 (or write that character in plain ASCII)")
+    return None
+
+
+def strip_comments(text: str, name: str) -> str:
+    """``text`` (the contents of the file ``name``) with comments blanked out, and docstrings in
+    Python, keeping line numbers, so a forbidden word in prose is not a hit."""
+    if name.endswith(".py"):
+        return _strip_python_prose(text)
+    text = re.sub(r"/\*.*?\*/", lambda m: re.sub(r"[^\n]", " ", m.group(0)), text, flags=re.S)
+    return re.sub(r"//[^\n]*", "", text)
+
+
+def _strip_python_prose(text: str) -> str:
+    import io
+    import tokenize
+    lines = text.splitlines(keepends=True)
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return re.sub(r"#[^\n]*", "", text)
+    spans = []
+    prev = tokenize.NEWLINE
+    for tok in tokens:
+        if tok.type == tokenize.COMMENT:
+            spans.append((tok.start, tok.end))
+        elif tok.type == tokenize.STRING and prev in (tokenize.NEWLINE, tokenize.NL, tokenize.INDENT, tokenize.DEDENT):
+            spans.append((tok.start, tok.end))  # a string alone on its line: a docstring
+        if tok.type not in (tokenize.COMMENT,):
+            prev = tok.type
+    for (r0, c0), (r1, c1) in reversed(spans):
+        for r in range(r0, r1 + 1):
+            line = lines[r - 1]
+            a = c0 if r == r0 else 0
+            b = c1 if r == r1 else len(line.rstrip("\n"))
+            lines[r - 1] = line[:a] + " " * (b - a) + line[b:]
+    return "".join(lines)
+
+
+def missing_ptx(spec: Spec, ptx: str) -> list[str]:
+    """One line per ``[features] required_ptx`` pattern that kernel.cu's ``ptx`` does not match
+    (it would get no performance points); [] when it matches them all."""
+    return [f"kernel.cu: its compiled PTX has no instruction matching {p!r}, which this exercise requires "
+            f"([features] required_ptx)" for p in spec.required_ptx if not re.search(p, ptx)]
 
 
 def nvcc_path() -> str | None:
@@ -321,7 +414,6 @@ def static_report(spec: Spec, submission: Path, arch: str = "sm_90") -> StaticRe
     """Everything that can be checked without a GPU; see the module docstring. kernel.cu is
     compiled with NVRTC (as grading does), else with nvcc and a warning that the two differ, else
     not at all: then ``compiler`` is None and ``skipped`` says that kernel.cu was NOT compiled."""
-    from grader.grade import static_check  # the grader's own submission checks
 
     problems, kernels, skipped, warnings = [], [], [], []
     bad = static_check(spec, submission)
@@ -356,8 +448,7 @@ def static_report(spec: Spec, submission: Path, arch: str = "sm_90") -> StaticRe
                      for entry, header in library_code(ptx, spec.forbidden_headers).items()]
     if spec.required_ptx and not problems and compiler is not None:
         ptx = ptx_of(submission / "kernel.cu", spec.compile_options, arch)
-        missing = [p for p in spec.required_ptx if ptx is not None and not re.search(p, ptx)]
-        warnings += [f"kernel.cu: its PTX has no instruction matching {p!r} ([features] required_ptx): it would "
-                     f"score no performance points" for p in missing]
+        warnings += [f"{line}: it would score no performance points" for line in missing_ptx(spec, ptx or "")
+                     if ptx is not None]
     skipped.append("running the kernel (correctness and timing need a GPU)")
     return StaticReport(tuple(problems), tuple(kernels), tuple(skipped), arch, tuple(warnings), compiler, len(errs))

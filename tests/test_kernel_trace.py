@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.grade import _strip_comments
+from grader.static import strip_comments
 from grader.report.json_report import schema
 from grader.sandbox import kernel_trace as kt
 from grader.sandbox.supervisor import KIND_TEXT
@@ -116,7 +116,7 @@ def test_declared_names_ignore_commented_out_declarations():
     extern "C" __global__ void __launch_bounds__(256) block_sum(const float* x) {}
     template <int B> __global__ void tile(float* x) {}
     '''
-    assert kt.OwnKernels.of([_strip_comments(source, "kernel.cu")], [""], compiler=False).fallback == \
+    assert kt.OwnKernels.of([strip_comments(source, "kernel.cu")], [""], compiler=False).fallback == \
         frozenset({"block_sum", "tile"})
 
 

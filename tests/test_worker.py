@@ -298,7 +298,7 @@ def test_the_worker_environment_does_not_say_where_the_grader_runs(tmp_path, mon
 
 
 def test_a_symlinked_submission_file_is_refused(tmp_path):
-    from grader.grade import static_check
+    from grader.static import static_check
     from tests.conftest import FIXTURES
     from grader.spec import load_spec
     sub = make_submission(tmp_path, ADD)
