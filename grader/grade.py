@@ -22,11 +22,12 @@ from grader.compare import index_overflow_hint
 from grader.device import Ceilings, ClockSampler, ClockState, DeviceInfo
 from grader.instance import Instance, load_oracle
 from grader.sandbox.buffers import Arena, Backend
-from grader.sandbox.kernel_trace import KernelPolicy, OwnKernels
+from grader.ptx import parse as parse_ptx
+from grader.sandbox.kernel_trace import KernelPolicy, OwnKernels, base_name
 from grader.sandbox.supervisor import KIND_TEXT, Outcome, Worker, WorkerConfig, times_continued
 from grader.sandbox.watch import GpuDrain
 from grader.spec import Benchmark, Spec
-from grader.static import CUDA_SOURCE_SUFFIXES, missing_ptx, static_check, strip_comments
+from grader.static import CUDA_SOURCE_SUFFIXES, missing_ptx, source_files, static_check, strip_comments
 from grader.timing import (BASELINE, OUTSIDE_SHARE, REFERENCE, UNEVEN_RATIO, Binding, Contestant, Rig, ShapeResult,
                            StopPolicy, run_benchmark)
 
@@ -195,7 +196,7 @@ class Grader:
         """What decides the kernels a graded call may run (see :class:`KernelPolicy`): the kernels
         of the modules the worker compiles from the submission's ``.cu`` files with the exercise's
         options, and the spec's ``allowed_kernels``."""
-        files = [f for f in sorted(self.submission.rglob("*")) if f.suffix in CUDA_SOURCE_SUFFIXES and f.is_file()]
+        files = [f for f in source_files(self.submission) if f.suffix in CUDA_SOURCE_SUFFIXES]
         return KernelPolicy(tuple(strip_comments(f.read_text(errors="replace"), f.name) for f in files),
                             self.submission.resolve(), self.spec.allowed_kernels, self.spec.forbidden_headers)
 
@@ -442,10 +443,20 @@ class Grader:
                                   f"done by kernels of kernel.cu")
 
     def ptx_problem(self) -> str | None:
-        """Why the submission gets no performance points under ``[features] required_ptx`` (its
-        kernel.cu compiled to PTX lacks a required instruction), or None."""
-        ptx = self.worker.module_ptx.get("kernel.cu")   # the code that ran
-        missing = missing_ptx(self.spec, ptx) if ptx is not None else []
+        """Why the submission gets no performance points under ``[features] required_ptx``: the
+        PTX of the kernels that ran (with the device functions they call; all of the submission's
+        compiled PTX when no kernel was traced) lacks a required instruction; else None. A kernel
+        that holds the instruction but never runs does not count."""
+        texts = list(self.worker.module_ptx.values())
+        if not self.spec.required_ptx or not texts:
+            return None
+        ran = self.worker.own_launched
+        if ran:
+            code = "\n".join(parse_ptx(t).code_of(ran) for t in texts)
+            what = f"the PTX of the kernels that ran ({', '.join(sorted(base_name(n) for n in ran))})"
+        else:
+            code, what = "\n".join(texts), "the compiled PTX of the submission's .cu files"
+        missing = missing_ptx(self.spec, code, what)
         return f"{missing[0]}: no performance points" if missing else None
 
     def close(self) -> None:
@@ -507,12 +518,12 @@ def grade(spec: Spec, submission: Path, options: GradeOptions, backend: Backend,
     try:
         progress.phase("compiling and loading the submission", None)
         start = g.worker.ensure()
+        forbidden = g.own_kernels.forbidden_code()   # known from the preload, before solution.py was imported
+        if forbidden:   # the same on every case: refused before solve runs
+            return _not_graded(spec, submission, options, "forbidden", forbidden, device, started, t0)
         if not start.ok:
             text = start.message if start.kind == "compile_error" else f"{KIND_TEXT[start.kind]}: {start.message}"
             return _not_graded(spec, submission, options, start.kind, text, device, started, t0)
-        forbidden = g.own_kernels.forbidden_code()
-        if forbidden:   # the same on every case: refused before solve runs
-            return _not_graded(spec, submission, options, "forbidden", forbidden, device, started, t0)
         kernels = tuple(start.data.get("kernels", ()))
         cases = g.correctness()
         untraced = g.untraced_own_work(cases)

@@ -183,18 +183,19 @@ def preload(folder: Path) -> tuple[dict[str, str], dict[str, str]]:
     """Compile and load every ``.cu`` file under ``folder`` with the exercise's options, as
     :func:`load` would (a later ``load`` of the same file returns the same module). The worker
     calls this before any submission code runs, inside the kernel tracer's own window: these
-    modules are the submission's own (see ``grader/sandbox/kernel_trace.c``). Returns
+    modules are the submission's own (see ``grader/sandbox/kernel_trace.c``); files in hidden
+    folders (``.ipynb_checkpoints``) are left out. Returns
     ({file: PTX of its loaded module}, {file: why it did not compile or load}), files relative to
     ``folder`` (``load`` reports the errors again when the submission asks for such a file)."""
     done, failed = {}, {}
     for p in sorted(folder.rglob("*.cu")):
-        if not p.is_file():
+        rel = p.relative_to(folder)
+        if not p.is_file() or any(part.startswith(".") for part in rel.parts):   # .ipynb_checkpoints, .git
             continue
-        rel = str(p.relative_to(folder))
         try:
-            done[rel] = _ptx[id(_compiled(p.resolve(), tuple(_options)))]
-        except (CompileError, OSError, UnicodeDecodeError) as exc:
-            failed[rel] = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            done[str(rel)] = _ptx[id(_compiled(p.resolve(), tuple(_options)))]
+        except Exception as exc:  # noqa: BLE001 - a compile error, an unreadable file, a module the driver refuses
+            failed[str(rel)] = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     return done, failed
 
 

@@ -98,7 +98,8 @@ def static_check(spec: Spec, submission: Path) -> tuple[str, str] | None:
         undecodable = not_utf8(submission / f)
         if undecodable:
             return "bad_submission", undecodable
-    sources = {f: strip_comments((submission / f).read_text(errors="replace"), f) for f in SUBMISSION_FILES}
+    sources = {str(f.relative_to(submission)): strip_comments(f.read_text(errors="replace"), f.name)
+               for f in source_files(submission)}
     for pattern in spec.forbidden:
         for f, text in sources.items():
             m = re.search(pattern, text)
@@ -109,6 +110,16 @@ def static_check(spec: Spec, submission: Path) -> tuple[str, str] | None:
         if not re.search(pattern, sources["kernel.cu"]):
             return "required", f"kernel.cu: does not use {pattern!r}, which this exercise requires ([features] required)"
     return None
+
+
+def source_files(submission: Path) -> list[Path]:
+    """kernel.cu, solution.py, then every other CUDA source (``CUDA_SOURCE_SUFFIXES``) and Python
+    file under ``submission`` (an #include or an import can bring any of them in), except in
+    hidden folders (``.ipynb_checkpoints``, ``.git``)."""
+    first = [submission / f for f in SUBMISSION_FILES]
+    rest = sorted(f for f in submission.rglob("*") if f.suffix in (*CUDA_SOURCE_SUFFIXES, ".py") and f.is_file()
+                  and f not in first and not any(part.startswith(".") for part in f.relative_to(submission).parts))
+    return first + rest
 
 
 def not_utf8(path: Path) -> str | None:
@@ -159,11 +170,14 @@ def _strip_python_prose(text: str) -> str:
     return "".join(lines)
 
 
-def missing_ptx(spec: Spec, ptx: str) -> list[str]:
-    """One line per ``[features] required_ptx`` pattern that kernel.cu's ``ptx`` does not match
-    (it would get no performance points); [] when it matches them all."""
-    return [f"kernel.cu: its compiled PTX has no instruction matching {p!r}, which this exercise requires "
-            f"([features] required_ptx)" for p in spec.required_ptx if not re.search(p, ptx)]
+def missing_ptx(spec: Spec, ptx: str, what: str = "kernel.cu: its compiled PTX") -> list[str]:
+    """One line per ``[features] required_ptx`` pattern that ``ptx`` (``what``, for the message)
+    does not match once its comments are removed (``grader.ptx.strip_comments``: inline asm can
+    put any text in a comment); [] when it matches them all."""
+    from grader.ptx import strip_comments as without_comments
+    code = without_comments(ptx)
+    return [f"{what} has no instruction matching {p!r}, which this exercise requires ([features] required_ptx)"
+            for p in spec.required_ptx if not re.search(p, code)]
 
 
 def nvcc_path() -> str | None:
@@ -445,7 +459,7 @@ def static_report(spec: Spec, submission: Path, arch: str = "sm_90") -> StaticRe
         ptx = ptx_of(submission / "kernel.cu", spec.compile_options, arch) or ""
         problems += [f"kernel.cu: kernel {base_name(entry)} inlines device code of {header}, a library this exercise "
                      f"forbids ([features] forbidden_headers): write that part yourself"
-                     for entry, header in library_code(ptx, spec.forbidden_headers).items()]
+                     for entry, header in library_code(ptx, spec.forbidden_headers, submission).items()]
     if spec.required_ptx and not problems and compiler is not None:
         ptx = ptx_of(submission / "kernel.cu", spec.compile_options, arch)
         warnings += [f"{line}: it would score no performance points" for line in missing_ptx(spec, ptx or "")

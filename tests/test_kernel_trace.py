@@ -673,7 +673,7 @@ def test_the_judged_ptx_and_the_loaded_cubin_come_from_one_compile(tmp_path):
     image.write_bytes(cubin)
     symbols = subprocess.run(["readelf", "-sW", str(image)], capture_output=True, text=True, check=True).stdout
     functions = {line.split()[-1] for line in symbols.splitlines() if " FUNC " in line}
-    entries = set(kt._PTX_ENTRY.findall(ptx))
+    entries = kt.ptx_parse(ptx).entries
     assert entries == {"scan_init_f32", "scan_init_i32", "scan_f32", "scan_i32"} and entries <= functions
     assert kt.library_code(ptx, ("cub/",)) == {} and "agent_scan" not in ptx
     own = kt.KernelPolicy((), tmp_path, forbidden_headers=("cub/",)).judge({"kernel.cu": ptx}, {})
@@ -702,3 +702,37 @@ def test_the_judged_ptx_and_the_loaded_cubin_come_from_one_compile(tmp_path):
 ])
 def test_what_the_tracer_follows(domain, function, kind):
     assert kt.traced_kind(domain, function) == kind
+
+
+@pytest.mark.skipif(__import__("grader.static", fromlist=["x"]).nvrtc_unavailable() is not None,
+                    reason="NVRTC cannot be loaded on this machine")
+@pytest.mark.parametrize("cheat", ["ex04_reduction/cub_kernels_behind_ptx_comment",
+                                   "ex05_scan/cub_agent_scan_behind_noinline"])
+def test_library_code_is_found_behind_comments_and_calls(tmp_path, cheat):
+    """Red-team finding (sixth session): CUB's code hidden from a line-by-line read of the PTX, by
+    inline asm holding a PTX comment with fake .entry/.loc/.func lines, or by __noinline__ wrappers
+    (CUB's lines then sit in .func bodies the kernels call). Read as the assembler reads it, every
+    kernel that can run CUB's code is CUB's."""
+    from grader.kernel import compile_source
+    folder = tmp_path / "sub"
+    shutil.copytree(ROOT_CHEATS / cheat, folder)
+    source = folder / "kernel.cu"
+    _, ptx = compile_source(source.read_text(), source, ("-std=c++17",), "sm_90")
+    own = kt.KernelPolicy((), folder, forbidden_headers=("cub/", "thrust/")).judge({"kernel.cu": ptx}, {})
+    assert own.headers and "forbidden_headers" in own.forbidden_code()
+    assert not (set(own.entries) & {e for e, _ in own.headers})
+
+
+@pytest.mark.skipif(__import__("grader.static", fromlist=["x"]).nvrtc_unavailable() is not None,
+                    reason="NVRTC cannot be loaded on this machine")
+def test_a_submission_in_a_folder_named_like_a_library_is_its_own(tmp_path):
+    """Red-team finding (sixth session): forbidden_headers matched "thrust/" anywhere in a path,
+    the submission's own included."""
+    from grader.kernel import compile_source
+    folder = tmp_path / "thrust" / "cub" / "alice"
+    folder.mkdir(parents=True)
+    source = folder / "kernel.cu"
+    source.write_text('extern "C" __global__ void add(float* x) { x[threadIdx.x] += 1.0f; }\n')
+    _, ptx = compile_source(source.read_text(), source, ("-std=c++17",), "sm_90")
+    own = kt.KernelPolicy((), folder, forbidden_headers=("cub/", "thrust/")).judge({"kernel.cu": ptx}, {})
+    assert own.entries == {"add"} and own.forbidden_code() == ""

@@ -32,6 +32,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.ptx import parse as ptx_parse, under
+
 SOURCE = Path(__file__).with_name("kernel_trace.c")
 LIBRARY = "libgrader_kernel_trace.so"
 FD_VAR = "GRADE_KERNEL_TRACE_FD"
@@ -392,59 +394,45 @@ def _appending(pid: int, fd: int) -> bool:
     return m is None or bool(int(m.group(1), 8) & os.O_APPEND)
 
 
-_PTX_ENTRY = re.compile(r"\.entry\s+([\w$]+)")
 # Kernel names a submission cannot claim as its own: CuPy's generated kernels (cupy_sum,
 # cupy_copy__float32_float32...). A kernel.cu that declares one is refused it.
 RESERVED_PREFIXES = ("cupy_",)
 
 
-_PTX_FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"', re.M)
-_PTX_LOC = re.compile(r"^\s*\.loc\s+(\d+)\s", re.M)
-_PTX_FUNCTION = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+|\.extern\s+)*\.(?:entry|func)\b", re.M)
-
-
-def _entry_locs(ptx: str) -> dict[str, list[str]]:
-    """``{entry: [file index of each .loc line in its body]}`` for every ``.entry`` of ``ptx``."""
-    starts = [m.start() for m in _PTX_FUNCTION.finditer(ptx)] + [len(ptx)]
-    out = {}
-    for a, b in zip(starts, starts[1:]):
-        m = _PTX_ENTRY.search(ptx, a, b)
-        if m:
-            out[m.group(1)] = _PTX_LOC.findall(ptx, a, b)
-    return out
-
-
 def entries_from(ptx: str, folder: Path | None) -> set[str]:
     """The ``.entry`` names of ``ptx`` whose code comes from a file under ``folder``: at least one
-    of the entry's ``.loc`` lines names (through ``.file``) a path inside it. Kernels instantiated
-    from an included library header (CUB's reductions, say) have none. Without line information
-    in ``ptx`` at all, or ``folder`` None, every entry. (PTX line information: ``-lineinfo``, PTX
-    ISA "Debugging Directives: .file, .loc".)"""
-    files = dict(_PTX_FILE.findall(ptx))
-    if folder is None or not files:
-        return set(_PTX_ENTRY.findall(ptx))
-    root = folder.resolve()
-    mine = {n for n, path in files.items() if Path(path).is_absolute() and Path(path).resolve().is_relative_to(root)}
-    return {entry for entry, locs in _entry_locs(ptx).items() if any(n in mine for n in locs)}
+    line of the code the entry can run (its own and that of the functions it calls, see
+    :mod:`grader.ptx`) names a path inside it. Kernels instantiated from an included library header
+    (CUB's reductions, say) have none. Without line information in ``ptx`` at all, or ``folder``
+    None, every entry."""
+    module = ptx_parse(ptx)
+    if folder is None or not module.files:
+        return module.entries
+    return {e for e in module.entries if any(under(path, folder) for path in module.files_of(e))}
 
 
-def library_code(ptx: str, folders: tuple[str, ...]) -> dict[str, str]:
-    """``{entry: header}`` for each ``.entry`` of ``ptx`` with a ``.loc`` line in a file under one
-    of the header ``folders`` (e.g. "cub/": ``.../include/cub/block/block_reduce.cuh``): device code
-    of those libraries inlined into the kernel. ``header`` is the first such file, from the
-    folder on. Needs line information in ``ptx`` (``-lineinfo``); without it, ``{}``."""
+def library_code(ptx: str, folders: tuple[str, ...], own: Path | None = None) -> dict[str, str]:
+    """``{entry: header}`` for each ``.entry`` of ``ptx`` that can run code from a file under one of
+    the header ``folders`` (e.g. "cub/": ``.../include/cub/block/block_reduce.cuh``), inlined or in
+    a device function it calls (through a pointer: any function of the module): device code of
+    those libraries. ``header`` is the first such file, from the folder on. Files under ``own``
+    (the submission's folder) are its own, whatever their folders are called. Needs line
+    information in ``ptx`` (``-lineinfo``); without it, ``{}``."""
+    module = ptx_parse(ptx)
     hits = {}
-    for n, path in _PTX_FILE.findall(ptx):
+    for path in module.files.values():
+        if own is not None and under(path, own):
+            continue
         for folder in folders:
             found = list(re.finditer(r"(?:^|(?<=/))" + re.escape(folder), path))
             if found:   # the innermost: CCCL keeps cub/ under .../cub/cub/
-                hits[n] = path[found[-1].start():].lstrip("/")
+                hits[path] = path[found[-1].start():].lstrip("/")
                 break
     if not hits:
         return {}
     out = {}
-    for entry, locs in _entry_locs(ptx).items():
-        header = next((hits[n] for n in locs if n in hits), None)
+    for entry in sorted(module.entries):
+        header = next((hits[p] for p in sorted(module.files_of(entry)) if p in hits), None)
         if header:
             out[entry] = header
     return out
@@ -490,8 +478,8 @@ class OwnKernels:
         raw = {n for text in sources for n in kernel_names(text) if n != "__launch_bounds__"}
         mangled = frozenset(n for n in raw if n.startswith("_Z"))   # a C++ declaration never spells its mangling
         declared = frozenset(n for n in raw - mangled if mine(n))
-        every = {n for text in ptx for n in _PTX_ENTRY.findall(text) if mine(n) and n not in mangled}
-        headers = {e: h for text in ptx for e, h in library_code(text, forbidden_headers).items()}
+        every = {n for text in ptx for n in ptx_parse(text).entries if mine(n) and n not in mangled}
+        headers = {e: h for text in ptx for e, h in library_code(text, forbidden_headers, folder).items()}
         entries = frozenset(n for text in ptx for n in entries_from(text, folder) if n in every and n not in headers)
         # a template instantiation is matched by name: only templates the sources define count (a
         # declaration alone, say of cuBLAS's dot_kernel, defines nothing the submission wrote)

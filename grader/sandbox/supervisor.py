@@ -202,6 +202,7 @@ class Worker:
         self.trace: kernel_trace.TraceFile | None = None
         self.kernel_check = "kernels not traced (host backend)" if config.backend != "cuda" else ""
         self.own_kernels_traced = 0   # kernels of the submission's own seen in graded requests
+        self.own_launched: set[str] = set()   # their names
         self.module_ptx: dict[str, str] = {}   # {.cu file: PTX of the module the worker loaded from it}
         self.own_kernels: kernel_trace.OwnKernels | None = None   # the policy applied to module_ptx
         self._carried: list[kernel_trace.Launch] = []  # traced after an ungraded request's flush (see _foreign_kernels)
@@ -528,7 +529,9 @@ class Worker:
         if self.trace.error:
             return f"{self.trace.error}; the own-kernels check cannot vouch for this submission"
         alien = kernel_trace.foreign(names, own)
-        self.own_kernels_traced += sum(1 for x in names if x.own_module and x not in alien)
+        ran = [x.name for x in names if x.own_module and x not in alien]
+        self.own_kernels_traced += len(ran)
+        self.own_launched.update(ran)
         if not alien:
             return ""
         mine = ", ".join(own.names()) or "none found"

@@ -1,0 +1,109 @@
+"""What a module's PTX says about its code: its functions (``.entry`` kernels and ``.func`` device
+functions), the source files each one's instructions come from (``.file``/``.loc`` line
+information, compiled with ``-lineinfo``), and which functions each kernel can reach through
+calls. The own-kernels check (``grader.sandbox.kernel_trace``), ``[features] forbidden_headers``
+and ``required_ptx`` read PTX only through here.
+
+PTX is parsed as the assembler reads it: comments are removed first (a submission's inline
+``asm`` is copied into the PTX verbatim, so a comment there could hold lines that look like
+``.entry`` or ``.loc`` directives), and a function's line information and calls include those of
+every function it can call, so code moved into a ``__noinline__`` device function still counts
+for the kernel that runs it. An indirect call (a function pointer) can reach any function of the
+module. Reference: PTX ISA, "Debugging Directives" (.file, .loc) and "Function declarations and
+definitions" (.entry, .func, call).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+_COMMENT_OR_STRING = re.compile(r'"[^"\n]*"|/\*.*?\*/|//[^\n]*', re.S)
+_FUNCTION = re.compile(r"^[ \t]*(?:\.(?:visible|weak|extern)\s+)*\.(entry|func)\s+(?:\([^)]*\)\s*)?([\w$]+)", re.M)
+_FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"', re.M)
+_LOC = re.compile(r"^\s*\.loc\s+(\d+)\s", re.M)
+_CALL = re.compile(r"\bcall(?:\.uni)?\s+(?:\([^)]*\)\s*,\s*)?(%?[\w$]+)")
+
+
+@dataclass(frozen=True)
+class Function:
+    """One function of a PTX module: ``kind`` "entry" (a kernel) or "func"; ``files``: the
+    ``.file`` indices of its own ``.loc`` lines; ``calls``: the functions it calls by name;
+    ``indirect``: it calls through a pointer; ``code``: its text (comments removed)."""
+    name: str
+    kind: str
+    files: frozenset[str]
+    calls: frozenset[str]
+    indirect: bool
+    code: str
+
+
+@dataclass(frozen=True)
+class Module:
+    """A PTX module: its ``functions`` by name and its ``files`` (``.file`` index -> path)."""
+    functions: dict[str, Function]
+    files: dict[str, str]
+
+    @property
+    def entries(self) -> set[str]:
+        """The names of its kernels (``.entry``)."""
+        return {n for n, f in self.functions.items() if f.kind == "entry"}
+
+    def reachable(self, roots: set[str] | frozenset[str]) -> set[str]:
+        """``roots`` and every function they can reach through calls (all of the module's
+        functions once one of them calls through a pointer)."""
+        seen, todo = set(), [r for r in roots if r in self.functions]
+        while todo:
+            name = todo.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            f = self.functions[name]
+            if f.indirect:
+                return seen | set(self.functions)
+            todo += [c for c in f.calls if c in self.functions and c not in seen]
+        return seen
+
+    def files_of(self, entry: str) -> set[str]:
+        """The paths (``.file``) of every line of code ``entry`` can run: its own and those of the
+        functions it reaches."""
+        return {self.files[i] for n in self.reachable({entry}) for i in self.functions[n].files if i in self.files}
+
+    def code_of(self, roots: set[str] | frozenset[str]) -> str:
+        """The text (comments removed) of ``roots`` and every function they reach."""
+        return "\n".join(self.functions[n].code for n in sorted(self.reachable(roots)))
+
+
+def strip_comments(ptx: str) -> str:
+    """``ptx`` without its comments (``//`` to the end of the line, ``/* ... */`` kept as its
+    newlines); string literals (``.file`` paths) are left alone."""
+    def blank(m: re.Match) -> str:
+        text = m.group(0)
+        return text if text.startswith('"') else "\n" * text.count("\n")
+    return _COMMENT_OR_STRING.sub(blank, ptx)
+
+
+def parse(ptx: str) -> Module:
+    """The :class:`Module` of a PTX text. A function declared before it is defined is one
+    function (the declaration adds nothing)."""
+    text = strip_comments(ptx)
+    starts = list(_FUNCTION.finditer(text))
+    functions: dict[str, Function] = {}
+    for m, end in zip(starts, [s.start() for s in starts[1:]] + [len(text)]):
+        kind, name = m.group(1), m.group(2)
+        body = text[m.start():end]
+        callees = [c for c in _CALL.findall(body)]
+        f = Function(name, kind, frozenset(_LOC.findall(body)), frozenset(c for c in callees if not c.startswith("%")),
+                     any(c.startswith("%") for c in callees), body)
+        old = functions.get(name)
+        if old is not None:
+            f = Function(name, kind if kind == "entry" else old.kind, old.files | f.files, old.calls | f.calls,
+                         old.indirect or f.indirect, old.code + f.code)
+        functions[name] = f
+    return Module(functions, dict(_FILE.findall(text)))
+
+
+def under(path: str, folder: Path) -> bool:
+    """Whether a ``.file`` path lies inside ``folder`` (an absolute path, resolved)."""
+    p = Path(path)
+    return p.is_absolute() and p.resolve().is_relative_to(folder.resolve())

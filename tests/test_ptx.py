@@ -1,0 +1,110 @@
+"""grader.ptx: PTX read as the assembler reads it (comments removed, functions, line information,
+calls), for the own-kernels check, forbidden_headers and required_ptx."""
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from grader import ptx
+from grader.static import missing_ptx, source_files, static_check
+from tests.conftest import spec_of
+
+MODULE = r'''
+.file 1 "/sub/kernel.cu"
+.file 2 "/cuda/include/cub/agent/agent_scan.cuh"
+.file 3 "/odd//path/x.cuh"
+.func (.param .b32 func_retval0) _Z4scanPf
+(
+.param .b64 _Z4scanPf_param_0
+)
+;
+.visible .entry mine(
+.param .u64 mine_param_0
+)
+{
+.loc 1 5 1
+call.uni (retval0),
+_Z4scanPf,
+(
+param0
+);
+ret;
+}
+.visible .entry decoy(
+.param .u64 decoy_param_0
+)
+{
+.loc 1 9 1
+mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f1,%f2,%f3,%f4}, {%r1,%r2,%r3,%r4}, {%r5,%r6}, {%f1,%f2,%f3,%f4};
+ret;
+}
+.func (.param .b32 func_retval0) _Z4scanPf(
+.param .b64 _Z4scanPf_param_0
+)
+{
+.loc 2 100 1
+ld.global.f32 %f1, [%rd1];
+// mma.sync in a comment
+/*
+.visible .entry fake(
+.loc 1 1 1
+*/
+ret;
+}
+.visible .entry by_pointer(
+.param .u64 by_pointer_param_0
+)
+{
+.loc 1 20 1
+call.uni (retval0), %rd4, (param0), prototype_0;
+ret;
+}
+'''
+
+
+def test_comments_are_removed_but_strings_kept():
+    text = 'a // c\n.file 1 "/x//y"\nb /* one\ntwo */ c\n'
+    assert ptx.strip_comments(text) == 'a \n.file 1 "/x//y"\nb \n c\n'
+
+
+def test_functions_calls_and_line_information():
+    m = ptx.parse(MODULE)
+    assert m.entries == {"mine", "decoy", "by_pointer"}          # "fake" was in a comment
+    assert m.files["3"] == "/odd//path/x.cuh"
+    assert m.functions["_Z4scanPf"].files == {"2"}               # declared, then defined: one function
+    assert m.reachable({"mine"}) == {"mine", "_Z4scanPf"}
+    assert m.files_of("mine") == {"/sub/kernel.cu", "/cuda/include/cub/agent/agent_scan.cuh"}
+    assert m.files_of("decoy") == {"/sub/kernel.cu"}
+    assert m.reachable({"by_pointer"}) == set(m.functions)      # a call through a pointer can reach anything
+    assert "mma.sync" in m.code_of({"decoy"}) and "mma.sync" not in m.code_of({"mine"})
+
+
+def test_required_ptx_counts_the_code_that_runs_without_comments():
+    spec = replace(spec_of("ex12_gemm_tensorcore"), required_ptx=(r"mma\.sync",))
+    m = ptx.parse(MODULE)
+    assert missing_ptx(spec, m.code_of({"decoy"})) == []
+    assert missing_ptx(spec, m.code_of({"mine"}), "the PTX of mine") == [
+        "the PTX of mine has no instruction matching 'mma\\\\.sync', which this exercise requires ([features] "
+        "required_ptx)"]
+    assert missing_ptx(spec, "// mma.sync\n/* mma.sync */ ret;") != []
+
+
+def test_a_file_is_under_a_folder_only_by_its_absolute_path():
+    assert ptx.under("/sub/kernel.cu", Path("/sub"))
+    assert not ptx.under("/subway/kernel.cu", Path("/sub")) and not ptx.under("kernel.cu", Path("/sub"))
+
+
+def test_source_checks_read_every_source_of_the_folder(tmp_path):
+    """A forbidden word in a helper header or module is found, with its path and line; hidden
+    folders (notebook checkpoints) are not sources."""
+    (tmp_path / "kernel.cu").write_text('#include "helper.cuh"\n')
+    (tmp_path / "solution.py").write_text("def solve(a, b): pass\n")
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "helper.cuh").write_text("// fine\n#include <cutlass/gemm.h>\n")
+    (tmp_path / ".ipynb_checkpoints").mkdir()
+    (tmp_path / ".ipynb_checkpoints" / "kernel-checkpoint.cu").write_text("cublas\n")
+    assert [str(f.relative_to(tmp_path)) for f in source_files(tmp_path)] == ["kernel.cu", "solution.py",
+                                                                               "lib/helper.cuh"]
+    spec = replace(spec_of("ex12_gemm_tensorcore"), forbidden=(r"\bcutlass\b",), required=())
+    assert static_check(spec, tmp_path) == (
+        "forbidden", "lib/helper.cuh:2: uses 'cutlass', which this exercise forbids ([features] forbidden)")
