@@ -10,11 +10,14 @@ Phases (each a set of pytest node ids; logs in OUT/logs/<phase>[-<n>].txt):
    output, a memory cap) and the stubs. Concurrent grades slow each other down, which none of these
    outcomes depends on.
 3. timed, alone: the cheats judged by their timing (``expect`` "flag", "no_gain",
-   "zero_performance") and every reference's full marks (both need a quiet GPU), then, in another
-   process, the tests of tests/test_gpu.py that ``--serial-k`` selects.
+   "zero_performance"), which need a quiet GPU.
+4. full_marks, alone: every reference solution graded side by side with itself (100/100).
+5. serial, alone: the tests of tests/test_gpu.py that ``--serial-k`` selects.
 
     python3 benchmarks/gpu_suite.py                     # on a machine with an NVIDIA GPU
     python3 benchmarks/gpu_suite.py --jobs 4 --serial-k "compile_error or naive"
+    python3 benchmarks/gpu_suite.py --phases gate,shared,timed,serial   # then, in a second call:
+    python3 benchmarks/gpu_suite.py --phases full_marks
 
 Exit status: 0 when every selected test passed (a skip or a test cut off by the time limit is not a
 pass), 1 otherwise, 2 when the gate failed.
@@ -72,16 +75,23 @@ def outcome(log: Path) -> tuple[list[str], list[str], str]:
     return passed, failed, last.strip("= ")
 
 
+PHASES = ("gate", "shared", "timed", "full_marks", "serial")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--phases", default=",".join(PHASES),
+                    help=f"comma-separated, run in this order: {', '.join(PHASES)} (default all)")
     ap.add_argument("--jobs", type=int, default=3, help="concurrent pytest processes in the shared phase (default 3)")
     ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "out")), help="folder for logs/")
     ap.add_argument("--limit-s", type=float, default=560, help="wall-clock limit for the whole suite, s (default 560)")
     ap.add_argument("--serial-k", default="compile_error",
-                    help='a pytest -k filter over tests/test_gpu.py run alone at the end ("" for none)')
-    ap.add_argument("--no-gate", action="store_true", help="skip the gate")
-    ap.add_argument("--only", choices=("shared", "timed"), help="run one phase only (after the gate)")
+                    help='the serial phase: a pytest -k filter over tests/test_gpu.py (default "compile_error")')
     args = ap.parse_args()
+    phases = [x.strip() for x in args.phases.split(",") if x.strip()]
+    unknown = sorted(set(phases) - set(PHASES))
+    if unknown:
+        ap.error(f"--phases: unknown {', '.join(unknown)}; choose from {', '.join(PHASES)}")
     logs = args.out / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
@@ -90,46 +100,48 @@ def main() -> int:
         return args.limit_s - (time.monotonic() - start)
 
     rows: list[tuple[str, int, int, list[str], float, str]] = []   # phase, selected, passed, failed, wall s, pytest
+
+    def alone(name: str, nodes: list[str], extra: tuple[str, ...] = ()) -> None:
+        t0 = time.monotonic()
+        pytest(nodes, logs / f"{name}.txt", left() - 5, extra).wait()
+        passed, failed, last = outcome(logs / f"{name}.txt")
+        ran = sum(int(n) for n, _ in re.findall(r"(\d+) (passed|failed|skipped|errors?)\b", last))
+        rows.append((name, len(nodes) if not extra else ran, len(passed), failed, time.monotonic() - t0, last))
+
     print(time.strftime("gpu_suite %Y-%m-%d %H:%M:%S UTC", time.gmtime()), flush=True)
     if shutil.which("nvidia-smi"):
         subprocess.run(["nvidia-smi", "--query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu",
                         "--format=csv"], check=False)
-    if not args.no_gate:
-        t0 = time.monotonic()
-        pytest(GATE, logs / "gate.txt", min(150, left())).wait()
-        passed, failed, last = outcome(logs / "gate.txt")
-        rows.append(("gate", len(GATE), len(passed), failed, time.monotonic() - t0, last))
-        if failed or len(passed) < len(GATE):
-            print(f"== gate FAILED: nothing else was run ({last})")
-            print((logs / "gate.txt").read_text(errors="replace")[-3000:])
-            return 2
     shared, timed = cuda_cheats()
     shared += [f"tests/test_gpu.py::test_stub_scores_zero_cleanly[{e}]" for e in exercises()]
-    timed += [f"tests/test_gpu.py::test_solution_gets_full_marks[{e}]" for e in exercises()
-              if args.no_gate or e != "ex01_vector_add"]
-    if args.only != "timed":
-        t0 = time.monotonic()
-        groups = [shared[i::args.jobs] for i in range(args.jobs)]
-        procs = [pytest(g, logs / f"shared-{i}.txt", left() - 10) for i, g in enumerate(groups) if g]
-        for p in procs:
-            p.wait()
-        results = [outcome(logs / f"shared-{i}.txt") for i in range(len(procs))]
-        rows.append((f"shared x{len(procs)}", len(shared), sum(len(r[0]) for r in results),
-                     [f for r in results for f in r[1]], time.monotonic() - t0, "; ".join(r[2] for r in results)))
-    if args.only != "shared":
-        t0 = time.monotonic()
-        pytest(timed, logs / "timed.txt", left() - 5).wait()
-        passed, failed, last = outcome(logs / "timed.txt")
-        rows.append(("timed", len(timed), len(passed), failed, time.monotonic() - t0, last))
-        if args.serial_k and left() > 20:
+    full_marks = [f"tests/test_gpu.py::test_solution_gets_full_marks[{e}]" for e in exercises()
+                  if "gate" not in phases or e != "ex01_vector_add"]   # the gate grades ex01
+    for phase in phases:
+        if left() < 20:
+            rows.append((phase, 0, 0, [f"{phase}: not run, the time limit (--limit-s) was spent"], 0.0, ""))
+            continue
+        if phase == "gate":
+            alone("gate", GATE)
+            if rows[-1][3] or rows[-1][2] < len(GATE):
+                print(f"== gate FAILED: nothing else was run ({rows[-1][5]})")
+                print((logs / "gate.txt").read_text(errors="replace")[-3000:])
+                return 2
+        elif phase == "shared":
             t0 = time.monotonic()
-            pytest(["tests/test_gpu.py"], logs / "serial.txt", left() - 5, ("-k", args.serial_k)).wait()
-            passed, failed, last = outcome(logs / "serial.txt")
-            ran = sum(int(n) for n, what in re.findall(r"(\d+) (passed|failed|skipped|errors?)\b", last))
-            rows.append(("serial", ran, len(passed), failed, time.monotonic() - t0, last))
-    timed_log = logs / "timed.txt"
-    if timed_log.is_file():   # the reference's ratios and flags, as the tests printed them
-        print("\n".join(timed_log.read_text(errors="replace").splitlines()[-30:]))
+            groups = [shared[i::args.jobs] for i in range(args.jobs)]
+            procs = [pytest(g, logs / f"shared-{i}.txt", left() - 10) for i, g in enumerate(groups) if g]
+            for p in procs:
+                p.wait()
+            results = [outcome(logs / f"shared-{i}.txt") for i in range(len(procs))]
+            rows.append((f"shared x{len(procs)}", len(shared), sum(len(r[0]) for r in results),
+                         [f for r in results for f in r[1]], time.monotonic() - t0, "; ".join(r[2] for r in results)))
+        elif phase == "timed":
+            alone("timed", timed)
+        elif phase == "full_marks":
+            alone("full_marks", full_marks)
+            print("\n".join((logs / "full_marks.txt").read_text(errors="replace").splitlines()[-25:]))
+        elif phase == "serial" and args.serial_k:
+            alone("serial", ["tests/test_gpu.py"], ("-k", args.serial_k))
     print(f"\n{'phase':<12} {'selected':>8} {'passed':>6} {'failed':>6} {'wall s':>7}  pytest")
     for name, selected, npass, failed, wall, last in rows:
         print(f"{name:<12} {selected:>8} {npass:>6} {len(failed):>6} {wall:>7.0f}  {last[:110]}")
