@@ -114,7 +114,8 @@ def main() -> int:
                         "--format=csv"], check=False)
     shared, timed = cuda_cheats()
     shared += [f"tests/test_gpu.py::test_stub_scores_zero_cleanly[{e}]" for e in exercises()]
-    full_marks = [f"tests/test_gpu.py::test_solution_gets_full_marks[{e}]" for e in exercises()
+    # the longest first (ex12 compiles three workers' modules), so a cut at the time limit loses the short ones
+    full_marks = [f"tests/test_gpu.py::test_solution_gets_full_marks[{e}]" for e in reversed(exercises())
                   if "gate" not in phases or e != "ex01_vector_add"]   # the gate grades ex01
     for phase in phases:
         if left() < 20:
