@@ -6,7 +6,9 @@ and ``required_ptx`` read PTX only through here.
 
 PTX is parsed as the assembler reads it: comments are removed first (a submission's inline
 ``asm`` is copied into the PTX verbatim, so a comment there could hold lines that look like
-``.entry`` or ``.loc`` directives), and a function's line information and calls include those of
+``.entry`` or ``.loc`` directives); a string literal other than those the compiler writes (a
+``.file`` path, a pragma like "nounroll") makes the module unreadable (``Module.unreadable``:
+asm strings may span lines and hide comment markers), and a function's line information and calls include those of
 every function it can call, so code moved into a ``__noinline__`` device function still counts
 for the kernel that runs it. An indirect call (a function pointer) can reach any function of the
 module. Reference: PTX ISA, "Debugging Directives" (.file, .loc) and "Function declarations and
@@ -19,6 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 _COMMENT_OR_STRING = re.compile(r'"[^"\n]*"|/\*.*?\*/|//[^\n]*', re.S)
+_STRING = re.compile(r'"[^"\n]*"')
+# the only string literals the compiler writes: .file paths and pragmas such as "nounroll" or
+# "used_bytes_mask 4095"; any other comes from inline asm, whose strings can span lines and hide
+# directives from a reader that does not tokenize as ptxas does
+_COMPILER_STRINGS = re.compile(r'^[ \t]*(?:\.file\s+\d+\s+"[^"\n]*"(?:\s*,\s*\d+\s*,\s*\d+)?|\.pragma\s+"[\w ]*"\s*;)[ \t]*$',
+                               re.M)
 _FUNCTION = re.compile(r"^[ \t]*(?:\.(?:visible|weak|extern)\s+)*\.(entry|func)\s+(?:\([^)]*\)\s*)?([\w$]+)", re.M)
 _FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"', re.M)
 _LOC = re.compile(r"^\s*\.loc\s+(\d+)\s", re.M)
@@ -40,9 +48,13 @@ class Function:
 
 @dataclass(frozen=True)
 class Module:
-    """A PTX module: its ``functions`` by name and its ``files`` (``.file`` index -> path)."""
+    """A PTX module: its ``functions`` by name and its ``files`` (``.file`` index -> path);
+    ``unreadable``: the first line that holds a string literal the compiler does not write (inline
+    asm such as ``.pragma "..."``), "" when there is none. Such a module cannot be read reliably
+    (its strings may span lines and hold comment markers), so its judges refuse it."""
     functions: dict[str, Function]
     files: dict[str, str]
+    unreadable: str = ""
 
     @property
     def entries(self) -> set[str]:
@@ -86,7 +98,9 @@ def strip_comments(ptx: str) -> str:
 def parse(ptx: str) -> Module:
     """The :class:`Module` of a PTX text. A function declared before it is defined is one
     function (the declaration adds nothing)."""
-    text = strip_comments(ptx)
+    allowed = _COMPILER_STRINGS.sub("", ptx)
+    odd = next((line.strip() for line in allowed.splitlines() if '"' in line), "")
+    text = _STRING.sub('""', strip_comments(ptx))   # code without comments or string contents
     starts = list(_FUNCTION.finditer(text))
     functions: dict[str, Function] = {}
     for m, end in zip(starts, [s.start() for s in starts[1:]] + [len(text)]):
@@ -100,7 +114,11 @@ def parse(ptx: str) -> Module:
             f = Function(name, kind if kind == "entry" else old.kind, old.files | f.files, old.calls | f.calls,
                          old.indirect or f.indirect, old.code + f.code)
         functions[name] = f
-    return Module(functions, dict(_FILE.findall(text)))
+    files: dict[str, str] = {}
+    for index, path in _FILE.findall(strip_comments(ptx)):
+        if files.setdefault(index, path) != path:   # an index given twice: which lines are whose?
+            odd = odd or f'.file {index} "{path}" (index {index} named twice)'
+    return Module(functions, files, odd[:160])
 
 
 def under(path: str, folder: Path) -> bool:

@@ -454,6 +454,11 @@ def static_report(spec: Spec, submission: Path, arch: str = "sm_90") -> StaticRe
                         "as <vector>)")
     else:
         skipped.append(f"compiling kernel.cu: it was NOT compiled ({why_not}; nvcc is not on PATH either)")
+    if compiler is not None and not errs:
+        from grader.ptx import parse as parse_ptx
+        from grader.sandbox.kernel_trace import unreadable_message
+        unreadable = parse_ptx(ptx_of(submission / "kernel.cu", spec.compile_options, arch) or "").unreadable
+        problems += [f"kernel.cu: {unreadable_message(unreadable)}"] if unreadable else []
     if spec.forbidden_headers and compiler is not None and not errs:
         from grader.sandbox.kernel_trace import base_name, library_code
         ptx = ptx_of(submission / "kernel.cu", spec.compile_options, arch) or ""

@@ -736,3 +736,16 @@ def test_a_submission_in_a_folder_named_like_a_library_is_its_own(tmp_path):
     _, ptx = compile_source(source.read_text(), source, ("-std=c++17",), "sm_90")
     own = kt.KernelPolicy((), folder, forbidden_headers=("cub/", "thrust/")).judge({"kernel.cu": ptx}, {})
     assert own.entries == {"add"} and own.forbidden_code() == ""
+
+
+def test_a_link_to_a_library_folder_is_the_library(tmp_path):
+    """Red-team idea (sixth session): a link inside the submission to CUB's folder, so the .file path
+    names neither "cub/" nor a file outside the submission as written."""
+    (tmp_path / "include" / "cub" / "block").mkdir(parents=True)
+    (tmp_path / "include" / "cub" / "block" / "reduce.cuh").write_text("")
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "lib").symlink_to(tmp_path / "include" / "cub")
+    ptx = (f'.file 1 "{sub}/kernel.cu"\n.file 2 "{sub}/lib/block/reduce.cuh"\n'
+           ".visible .entry k(\n)\n{\n.loc 1 3 1\n.loc 2 7 1\nret;\n}\n")
+    assert kt.library_code(ptx, ("cub/",), sub) == {"k": "cub/block/reduce.cuh"}

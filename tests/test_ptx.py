@@ -108,3 +108,20 @@ def test_source_checks_read_every_source_of_the_folder(tmp_path):
     spec = replace(spec_of("ex12_gemm_tensorcore"), forbidden=(r"\bcutlass\b",), required=())
     assert static_check(spec, tmp_path) == (
         "forbidden", "lib/helper.cuh:2: uses 'cutlass', which this exercise forbids ([features] forbidden)")
+
+
+def test_string_literals_the_compiler_does_not_write_make_a_module_unreadable():
+    """Red-team finding (sixth session, second pass): ptxas accepts a .pragma string spanning lines,
+    so `.pragma "\\n/*\\n"` from inline asm opened what a line-based reader took for a comment and
+    hid real kernels; another string carried "mma.sync" for required_ptx. The compiler's own strings
+    (.file paths, "nounroll", "used_bytes_mask N") are fine; any other string, and a .file index
+    named twice, make the module unreadable, and a string's text never counts as code."""
+    assert ptx.parse(MODULE).unreadable == ""
+    assert ptx.parse('.pragma "nounroll";\n.pragma "used_bytes_mask 4095";\n' + MODULE).unreadable == ""
+    hidden = MODULE.replace(".visible .entry decoy(", '.pragma "\n/*\n";\n.visible .entry decoy(')
+    assert ptx.parse(hidden).unreadable == '.pragma "'
+    assert ptx.parse(MODULE + '.pragma "mma.sync";\n').unreadable == '.pragma "mma.sync";'
+    twice = MODULE.replace('.file 3 "/odd//path/x.cuh"', '.file 2 "/sub/kernel.cu"')
+    assert "index 2 named twice" in ptx.parse(twice).unreadable
+    inside = MODULE.replace(".loc 1 9 1\n", '.loc 1 9 1\n.pragma "nounroll";\n')
+    assert ptx.parse(inside).unreadable == "" and "nounroll" not in ptx.parse(inside).code_of({"decoy"})

@@ -411,6 +411,12 @@ def entries_from(ptx: str, folder: Path | None) -> set[str]:
     return {e for e in module.entries if any(under(path, folder) for path in module.files_of(e))}
 
 
+def unreadable_message(line: str) -> str:
+    """The refusal for a submission whose compiled PTX holds ``line`` (see ``grader.ptx``)."""
+    return (f"the compiled PTX holds {line!r}, a string the compiler does not write (inline asm text such as "
+            f'.pragma "..."): the grader cannot tell which code such PTX runs; fix: remove it from the asm')
+
+
 def library_code(ptx: str, folders: tuple[str, ...], own: Path | None = None) -> dict[str, str]:
     """``{entry: header}`` for each ``.entry`` of ``ptx`` that can run code from a file under one of
     the header ``folders`` (e.g. "cub/": ``.../include/cub/block/block_reduce.cuh``), inlined or in
@@ -423,10 +429,13 @@ def library_code(ptx: str, folders: tuple[str, ...], own: Path | None = None) ->
     for path in module.files.values():
         if own is not None and under(path, own):
             continue
-        for folder in folders:
-            found = list(re.finditer(r"(?:^|(?<=/))" + re.escape(folder), path))
-            if found:   # the innermost: CCCL keeps cub/ under .../cub/cub/
-                hits[path] = path[found[-1].start():].lstrip("/")
+        for folder in folders:   # as written and with links resolved (a link to CUB's folder, say)
+            for seen in dict.fromkeys((path, str(Path(path).resolve()) if Path(path).is_absolute() else path)):
+                found = list(re.finditer(r"(?:^|(?<=/))" + re.escape(folder), seen))
+                if found:   # the innermost: CCCL keeps cub/ under .../cub/cub/
+                    hits[path] = seen[found[-1].start():].lstrip("/")
+                    break
+            if path in hits:
                 break
     if not hits:
         return {}
@@ -451,7 +460,9 @@ class OwnKernels:
     (``_Z...``: a library kernel's exact name), which are never own; ``uncompiled``: the ``.cu``
     files that did not compile here, for messages; ``library``: entries of its PTX whose code
     comes from an included header only, or that inline device code of a forbidden header folder
-    (``headers``: entry -> that header, see :func:`library_code`), never own. Beyond the name, a traced kernel is own only when
+    (``headers``: entry -> that header, see :func:`library_code`), never own; ``unreadable``: a
+    line of its PTX the grader cannot read reliably (see ``grader.ptx.Module.unreadable``), which
+    refuses the submission. Beyond the name, a traced kernel is own only when
     its function is in one of the modules the worker loaded from the submission's ``.cu`` files
     before any submission code ran (:attr:`Launch.own_module`)."""
     entries: frozenset[str]
@@ -462,6 +473,7 @@ class OwnKernels:
     uncompiled: tuple[str, ...] = ()
     library: frozenset[str] = frozenset()
     headers: tuple[tuple[str, str], ...] = ()
+    unreadable: str = ""
 
     @staticmethod
     def of(sources: list[str], ptx: list[str], allowed: tuple[str, ...] = (), *, compiler: bool = True,
@@ -478,18 +490,22 @@ class OwnKernels:
         raw = {n for text in sources for n in kernel_names(text) if n != "__launch_bounds__"}
         mangled = frozenset(n for n in raw if n.startswith("_Z"))   # a C++ declaration never spells its mangling
         declared = frozenset(n for n in raw - mangled if mine(n))
-        every = {n for text in ptx for n in ptx_parse(text).entries if mine(n) and n not in mangled}
+        modules = [ptx_parse(text) for text in ptx]
+        unreadable = next((m.unreadable for m in modules if m.unreadable), "")
+        every = {n for m in modules for n in m.entries if mine(n) and n not in mangled}
         headers = {e: h for text in ptx for e, h in library_code(text, forbidden_headers, folder).items()}
         entries = frozenset(n for text in ptx for n in entries_from(text, folder) if n in every and n not in headers)
         # a template instantiation is matched by name: only templates the sources define count (a
         # declaration alone, say of cuBLAS's dot_kernel, defines nothing the submission wrote)
         templates = frozenset(n for text in sources for n in defined_kernel_names(text)) & declared
         return OwnKernels(entries, templates, frozenset() if compiler else declared, tuple(allowed), mangled,
-                          tuple(uncompiled), frozenset(every - entries), tuple(sorted(headers.items())))
+                          tuple(uncompiled), frozenset(every - entries), tuple(sorted(headers.items())), unreadable)
 
     def forbidden_code(self) -> str:
         """One line naming the kernels that inline device code of a ``[features] forbidden_headers``
         folder ("" when none does): such a submission is refused before it runs."""
+        if self.unreadable:
+            return unreadable_message(self.unreadable)
         if not self.headers:
             return ""
         found = "; ".join(f"kernel {base_name(e)} inlines {h}" for e, h in self.headers)
