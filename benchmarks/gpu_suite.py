@@ -4,7 +4,8 @@ processes, what is timed runs alone afterwards. Installs nothing; prints a short
 Phases (each a set of pytest node ids; logs in OUT/logs/<phase>[-<n>].txt):
 
 1. gate, alone: the tracer test and ex01's full marks. When it fails nothing else runs, so a broken
-   tracer or worker costs a minute of device time, not the call.
+   tracer or worker costs a minute of device time, not the call. Then the measured ceilings (copy,
+   fp32 and fp16 rates), alone: the grader caches them at their first measurement.
 2. shared, in ``--jobs`` concurrent pytest processes on the same GPU: the cuda cheats whose
    expectation does not depend on timing (``expect`` "rejected" or "incorrect": a refusal, a wrong
    output, a memory cap) and the stubs. Concurrent grades slow each other down, which none of these
@@ -78,6 +79,14 @@ def outcome(log: Path) -> tuple[list[str], list[str], str]:
 PHASES = ("gate", "shared", "timed", "full_marks", "serial")
 
 
+def measure_ceilings() -> str:
+    """Measure (or read from the cache) every ceiling kind, alone on the GPU; one line."""
+    code = ("from grader import device as d; i = d.detect(); "
+            "print('ceilings', d.ceilings(i, {'fp32', 'fp16'}))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    return (out.stdout + out.stderr).strip().splitlines()[-1] if (out.stdout + out.stderr).strip() else "ceilings: ?"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--phases", default=",".join(PHASES),
@@ -127,6 +136,10 @@ def main() -> int:
                 print(f"== gate FAILED: nothing else was run ({rows[-1][5]})")
                 print((logs / "gate.txt").read_text(errors="replace")[-3000:])
                 return 2
+            # the measured ceilings are cached at their first measurement: take it on a quiet GPU, not
+            # under the shared phase's concurrent grades (a low fp32 rate made ex11's reference
+            # "implausible" in the first run of this script)
+            print(measure_ceilings(), flush=True)
         elif phase == "shared":
             t0 = time.monotonic()
             groups = [shared[i::args.jobs] for i in range(args.jobs)]
