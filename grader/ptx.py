@@ -30,7 +30,7 @@ _COMPILER_STRINGS = re.compile(r'^[ \t]*(?:\.file\s+\d+\s+"[^"\n]*"(?:\s*,\s*\d+
 _FUNCTION = re.compile(r"^[ \t]*(?:\.(?:visible|weak|extern)\s+)*\.(entry|func)\s+(?:\([^)]*\)\s*)?([\w$]+)", re.M)
 _FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"', re.M)
 _LOC = re.compile(r"^\s*\.loc\s+(\d+)\s", re.M)
-_CALL = re.compile(r"\bcall(?:\.uni)?\s+(?:\([^)]*\)\s*,\s*)?(%?[\w$]+)")
+_CALL = re.compile(r"\bcall(?:\.uni)?(?![\w$.])\s*(?:\([^)]*\)\s*,\s*)?(%?[\w$]+)")   # ptxas needs no space
 
 
 @dataclass(frozen=True)

@@ -646,7 +646,7 @@ def test_kernels_inlining_a_forbidden_library_are_not_own(tmp_path):
     assert foreign_names(["block_sum", "zero"], forbidding) == ["block_sum"]
     assert "cub/block/block_reduce.cuh" in forbidding.why_not(kt.Launch("block_sum", True))
     refusal = forbidding.forbidden_code()     # grade refuses such a submission before it runs
-    assert "kernel block_sum inlines cub/block/block_reduce.cuh" in refusal and "forbidden_headers" in refusal
+    assert "block_sum inlines cub/block/block_reduce.cuh" in refusal and "forbidden_headers" in refusal
     assert "zero" not in refusal
     allowing = kt.OwnKernels.of([], [ptx], folder=tmp_path)
     assert foreign_names(["block_sum", "zero"], allowing) == []
@@ -749,3 +749,18 @@ def test_a_link_to_a_library_folder_is_the_library(tmp_path):
     ptx = (f'.file 1 "{sub}/kernel.cu"\n.file 2 "{sub}/lib/block/reduce.cuh"\n'
            ".visible .entry k(\n)\n{\n.loc 1 3 1\n.loc 2 7 1\nret;\n}\n")
     assert kt.library_code(ptx, ("cub/",), sub) == {"k": "cub/block/reduce.cuh"}
+
+
+@pytest.mark.skipif(__import__("grader.static", fromlist=["x"]).nvrtc_unavailable() is not None,
+                    reason="NVRTC cannot be loaded on this machine")
+def test_library_code_anywhere_in_the_module_is_found(tmp_path):
+    """Red-team finding (sixth session, third pass): CUB in a device function that no kernel is
+    seen to call (a call written in inline asm without spaces; a pointer set in an initializer)."""
+    from grader.kernel import compile_source
+    folder = tmp_path / "sub"
+    shutil.copytree(ROOT_CHEATS / "ex04_reduction" / "cub_behind_call_reader_cannot_follow", folder)
+    source = folder / "kernel.cu"
+    _, ptx = compile_source(source.read_text(), source, ("-std=c++17",), "sm_90")
+    assert kt.ptx_parse(ptx).reachable({"block_sum"}) >= {"block_sum", "cub_sum"}   # the call is read now
+    found = kt.library_code(ptx, ("cub/",), folder)
+    assert set(found) == {"block_sum", "cub_sum"} and found["cub_sum"].startswith("cub/block/")

@@ -418,10 +418,11 @@ def unreadable_message(line: str) -> str:
 
 
 def library_code(ptx: str, folders: tuple[str, ...], own: Path | None = None) -> dict[str, str]:
-    """``{entry: header}`` for each ``.entry`` of ``ptx`` that can run code from a file under one of
-    the header ``folders`` (e.g. "cub/": ``.../include/cub/block/block_reduce.cuh``), inlined or in
-    a device function it calls (through a pointer: any function of the module): device code of
-    those libraries. ``header`` is the first such file, from the folder on. Files under ``own``
+    """``{function: header}`` for each ``.entry`` of ``ptx`` that can run code from a file under one
+    of the header ``folders`` (e.g. "cub/": ``.../include/cub/block/block_reduce.cuh``), inlined or
+    in a device function it calls (through a pointer: any function of the module), and for every
+    other function with such a line, however a kernel would reach it: device code of those
+    libraries anywhere in the module. ``header`` is the first such file, from the folder on. Files under ``own``
     (the submission's folder) are its own, whatever their folders are called. Needs line
     information in ``ptx`` (``-lineinfo``); without it, ``{}``."""
     module = ptx_parse(ptx)
@@ -444,6 +445,11 @@ def library_code(ptx: str, folders: tuple[str, ...], own: Path | None = None) ->
         header = next((hits[p] for p in sorted(module.files_of(entry)) if p in hits), None)
         if header:
             out[entry] = header
+    for name, f in sorted(module.functions.items()):   # however it is reached (a call the reader does
+        if name not in out:                            # not follow, a pointer set in an initializer)
+            header = next((hits[module.files[i]] for i in sorted(f.files) if module.files.get(i) in hits), None)
+            if header:
+                out[name] = header
     return out
 
 
@@ -508,7 +514,7 @@ class OwnKernels:
             return unreadable_message(self.unreadable)
         if not self.headers:
             return ""
-        found = "; ".join(f"kernel {base_name(e)} inlines {h}" for e, h in self.headers)
+        found = "; ".join(f"{base_name(e)} inlines {h}" for e, h in self.headers)
         return (f"{found}: device code of a library this exercise forbids ([features] forbidden_headers); "
                 f"fix: write that part yourself")
 
