@@ -36,12 +36,13 @@ _KERNEL_DECL = re.compile(r"__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?vo
 
 
 class CompileError(Exception):
-    """NVRTC rejected the source. ``diagnostics`` are ``(line, kind, message)``; ``str()`` is
-    ``kernel.cu:LINE: error: message`` lines (the full compiler log is in ``log``)."""
+    """NVRTC rejected the source. ``diagnostics`` are ``(file, line, kind, message)`` (see
+    :func:`parse_compiler_log`); ``str()`` is ``kernel.cu:LINE: error: message`` lines, or
+    ``helper.cuh:LINE: ...`` for an error in an included header (the full compiler log is in ``log``)."""
 
-    def __init__(self, file: str, diagnostics: list[tuple[int, str, str]], log: str):
+    def __init__(self, file: str, diagnostics: list[tuple[str, int, str, str]], log: str):
         self.file, self.diagnostics, self.log = file, diagnostics, log
-        lines = [f"{file}:{ln}: {kind}: {msg}" for ln, kind, msg in diagnostics if kind != "warning"]
+        lines = [f"{where}:{ln}: {kind}: {msg}" for where, ln, kind, msg in diagnostics if kind != "warning"]
         super().__init__("\n".join(lines) or f"{file}: compilation failed:\n{log.strip()}")
 
 
@@ -66,13 +67,18 @@ def configure(options: tuple[str, ...] | list[str]) -> None:
     _options = tuple(options)
 
 
-def parse_compiler_log(log: str, file: str) -> list[tuple[int, str, str]]:
-    """``(line, kind, message)`` for each diagnostic in an NVRTC or nvcc log."""
+def parse_compiler_log(log: str, file: str, folder: Path | None = None) -> list[tuple[str, int, str, str]]:
+    """``(file, line, kind, message)`` for each diagnostic in an NVRTC or nvcc log: the file the
+    log names (``file`` where it names none), relative to ``folder`` when it lies inside it, so an
+    error in a header beside kernel.cu reads ``helper.cuh:LINE``, not ``kernel.cu:LINE``."""
     out = []
     for raw in log.splitlines():
         m = _NVRTC_LINE.match(raw.strip())
         if m:
-            out.append((int(m["line"]), m["kind"], m["msg"].strip()))
+            where = m["file"] or file
+            if folder is not None and Path(where).is_absolute() and Path(where).is_relative_to(folder):
+                where = str(Path(where).relative_to(folder))
+            out.append((where, int(m["line"]), m["kind"], m["msg"].strip()))
     return out
 
 
@@ -165,7 +171,7 @@ def compile_source(source: str, path: Path, opts: tuple[str, ...], arch: str | N
             log = nvrtc.getProgramLog(prog)
             log = (log.decode(errors="replace") if isinstance(log, bytes) else log).replace("\x00", "")
             log = log.replace(str(path), path.name)
-            raise CompileError(path.name, parse_compiler_log(log, path.name), log) from None
+            raise CompileError(path.name, parse_compiler_log(log, path.name, path.parent), log) from None
         raw = nvrtc.getPTX(prog)
         ptx = raw.decode(errors="replace").rstrip("\x00") if isinstance(raw, bytes) else raw
         return (nvrtc.getCUBIN(prog) if arch.startswith("sm_") else ptx), ptx

@@ -176,7 +176,7 @@ def missing_ptx(spec: Spec, ptx: str, what: str = "kernel.cu: its compiled PTX")
     put any text in a comment); [] when it matches them all."""
     from grader.ptx import strip_comments as without_comments
     code = without_comments(ptx)
-    return [f"{what} has no instruction matching {p!r}, which this exercise requires ([features] required_ptx)"
+    return [f"{what} has no instruction matching '{p}', which this exercise requires ([features] required_ptx)"
             for p in spec.required_ptx if not re.search(p, code)]
 
 
@@ -267,8 +267,8 @@ def compile_with_nvrtc(source: Path, arch: str, options: tuple[str, ...] = ()) -
         nvrtc.destroyProgram(prog)
     log = (log.decode(errors="replace") if isinstance(log, bytes) else log).replace("\x00", "")
     log = log.replace(name, source.name)
-    diags = parse_compiler_log(log, source.name)
-    problems = [f"{source.name}:{ln}: {kind}: {msg}" for ln, kind, msg in diags if kind != "warning"]
+    diags = parse_compiler_log(log, source.name, source.resolve().parent)
+    problems = [f"{where}:{ln}: {kind}: {msg}" for where, ln, kind, msg in diags if kind != "warning"]
     if failed and not problems:
         lines = [ln for ln in log.strip().splitlines() if ln.strip()]
         problems = [f"{source.name}: NVRTC failed: {' / '.join(lines[-3:]) if lines else 'no log'}"]
@@ -289,8 +289,8 @@ def compile_with_nvcc(source: Path, arch: str, options: tuple[str, ...] = ()) ->
         cmd = [nvcc, f"-arch={arch}", "-cubin", "-Xptxas", "-v", *opts, "-o", str(Path(tmp) / "k.cubin"), str(source)]
         proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=300)
     log = (proc.stdout + proc.stderr).replace(str(source), source.name)
-    diags = parse_compiler_log(log, source.name)
-    problems = [f"{source.name}:{ln}: {kind}: {msg}" for ln, kind, msg in diags if kind != "warning"]
+    diags = parse_compiler_log(log, source.name, source.resolve().parent)
+    problems = [f"{where}:{ln}: {kind}: {msg}" for where, ln, kind, msg in diags if kind != "warning"]
     # the host preprocessor reports missing includes gcc-style: kernel.cu:3:10: fatal error: x.h: No such file
     problems += [f"{source.name}:{m[1]}: {m[2]}" for m in re.finditer(r"^\S*?:(\d+):\d+: ((?:fatal )?error: .*)$",
                                                                       log, flags=re.M)]

@@ -764,3 +764,22 @@ def test_library_code_anywhere_in_the_module_is_found(tmp_path):
     assert kt.ptx_parse(ptx).reachable({"block_sum"}) >= {"block_sum", "cub_sum"}   # the call is read now
     found = kt.library_code(ptx, ("cub/",), folder)
     assert set(found) == {"block_sum", "cub_sum"} and found["cub_sum"].startswith("cub/block/")
+
+
+@pytest.mark.skipif(__import__("grader.static", fromlist=["x"]).nvrtc_unavailable() is not None,
+                    reason="NVRTC cannot be loaded on this machine")
+def test_an_error_in_an_included_header_names_the_header(tmp_path):
+    """New-student trial (sixth session): with kernel.cu compiled by its path, `#include "helper.cuh"`
+    works, and an error on line 3 of the header was reported as kernel.cu:3. Grading's compile and
+    --compile-only both name the file now."""
+    from grader.kernel import CompileError, compile_source
+    from grader.static import compile_with_nvrtc
+    (tmp_path / "helper.cuh").write_text("__device__ float f(float x) {\n  return x;\n  undefined_thing;\n}\n")
+    source = tmp_path / "kernel.cu"
+    source.write_text('#include "helper.cuh"\nextern "C" __global__ void k(float* x) { x[0] = f(x[0]); oops; }\n')
+    expected = ['helper.cuh:3: error: identifier "undefined_thing" is undefined',
+                'kernel.cu:2: error: identifier "oops" is undefined']
+    with pytest.raises(CompileError) as caught:
+        compile_source(source.read_text(), source, ("-std=c++17",), "sm_90")
+    assert str(caught.value).splitlines() == expected
+    assert compile_with_nvrtc(source, "sm_90", ("-std=c++17",))[0] == expected

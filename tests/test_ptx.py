@@ -84,7 +84,7 @@ def test_required_ptx_counts_the_code_that_runs_without_comments():
     m = ptx.parse(MODULE)
     assert missing_ptx(spec, m.code_of({"decoy"})) == []
     assert missing_ptx(spec, m.code_of({"mine"}), "the PTX of mine") == [
-        "the PTX of mine has no instruction matching 'mma\\\\.sync', which this exercise requires ([features] "
+        "the PTX of mine has no instruction matching 'mma\\.sync', which this exercise requires ([features] "
         "required_ptx)"]
     assert missing_ptx(spec, "// mma.sync\n/* mma.sync */ ret;") != []
 
