@@ -185,6 +185,12 @@ def ptx_of_module(module: Any) -> str | None:
     return _ptx.get(id(module))
 
 
+def hidden(relative: Path) -> bool:
+    """Whether a path relative to a submission folder is in a hidden folder or is a hidden file
+    (``.ipynb_checkpoints``, ``.git``): not part of the submission."""
+    return any(part.startswith(".") for part in relative.parts)
+
+
 def preload(folder: Path) -> tuple[dict[str, str], dict[str, str]]:
     """Compile and load every ``.cu`` file under ``folder`` with the exercise's options, as
     :func:`load` would (a later ``load`` of the same file returns the same module). The worker
@@ -196,10 +202,10 @@ def preload(folder: Path) -> tuple[dict[str, str], dict[str, str]]:
     done, failed = {}, {}
     for p in sorted(folder.rglob("*.cu")):
         rel = p.relative_to(folder)
-        if not p.is_file() or any(part.startswith(".") for part in rel.parts):   # .ipynb_checkpoints, .git
+        if not p.is_file() or hidden(rel):
             continue
         try:
-            done[str(rel)] = _ptx[id(_compiled(p.resolve(), tuple(_options)))]
+            done[str(rel)] = ptx_of_module(_compiled(p.resolve(), tuple(_options))) or ""
         except Exception as exc:  # noqa: BLE001 - a compile error, an unreadable file, a module the driver refuses
             failed[str(rel)] = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     return done, failed

@@ -17,7 +17,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.kernel import parse_compiler_log
+from grader.kernel import hidden, parse_compiler_log
 from grader.spec import Spec
 
 # What CuPy adds to a RawModule's options when it compiles with NVRTC (cupy.cuda.compiler):
@@ -118,7 +118,7 @@ def source_files(submission: Path) -> list[Path]:
     hidden folders (``.ipynb_checkpoints``, ``.git``)."""
     first = [submission / f for f in SUBMISSION_FILES]
     rest = sorted(f for f in submission.rglob("*") if f.suffix in (*CUDA_SOURCE_SUFFIXES, ".py") and f.is_file()
-                  and f not in first and not any(part.startswith(".") for part in f.relative_to(submission).parts))
+                  and f not in first and not hidden(f.relative_to(submission)))
     return first + rest
 
 
@@ -456,15 +456,12 @@ def static_report(spec: Spec, submission: Path, arch: str = "sm_90") -> StaticRe
         skipped.append(f"compiling kernel.cu: it was NOT compiled ({why_not}; nvcc is not on PATH either)")
     if compiler is not None and not errs:
         from grader.ptx import parse as parse_ptx
-        from grader.sandbox.kernel_trace import unreadable_message
-        unreadable = parse_ptx(ptx_of(submission / "kernel.cu", spec.compile_options, arch) or "").unreadable
-        problems += [f"kernel.cu: {unreadable_message(unreadable)}"] if unreadable else []
-    if spec.forbidden_headers and compiler is not None and not errs:
-        from grader.sandbox.kernel_trace import base_name, library_code
-        ptx = ptx_of(submission / "kernel.cu", spec.compile_options, arch) or ""
+        from grader.sandbox.kernel_trace import base_name, library_code, unreadable_message
+        module = parse_ptx(ptx_of(submission / "kernel.cu", spec.compile_options, arch) or "")
+        problems += [f"kernel.cu: {unreadable_message(module.unreadable)}"] if module.unreadable else []
         problems += [f"kernel.cu: kernel {base_name(entry)} inlines device code of {header}, a library this exercise "
                      f"forbids ([features] forbidden_headers): write that part yourself"
-                     for entry, header in library_code(ptx, spec.forbidden_headers, submission).items()]
+                     for entry, header in library_code(module, spec.forbidden_headers, submission).items()]
     if spec.required_ptx and not problems and compiler is not None:
         ptx = ptx_of(submission / "kernel.cu", spec.compile_options, arch)
         warnings += [f"{line}: it would score no performance points" for line in missing_ptx(spec, ptx or "")

@@ -152,9 +152,9 @@ ret;
 def test_entries_count_only_when_their_code_comes_from_the_submission_files():
     """The .loc rule: a kernel instantiated from an included library header (CUB's reduction,
     compiled under CuPy's own names) is not the submission's; one with a line of its files is."""
-    assert kt.entries_from(LOC_PTX, kt.Path("/sub")) == {"block_sum", "from_helper"}
-    assert kt.entries_from(LOC_PTX, None) == {"block_sum", "_ZN3cub18DeviceReduceKernelEv", "from_helper"}
-    assert kt.entries_from(PTX, kt.Path("/sub")) == {"block_sum", "store", "_Z4tileILi4EEvPf"}   # no line info
+    assert kt.entries_from(kt.ptx_parse(LOC_PTX), kt.Path("/sub")) == {"block_sum", "from_helper"}
+    assert kt.entries_from(kt.ptx_parse(LOC_PTX), None) == {"block_sum", "_ZN3cub18DeviceReduceKernelEv", "from_helper"}
+    assert kt.entries_from(kt.ptx_parse(PTX), kt.Path("/sub")) == {"block_sum", "store", "_Z4tileILi4EEvPf"}   # no line info
     own = kt.OwnKernels.of(['extern "C" __global__ void block_sum(float* x) {}'], [LOC_PTX], folder=kt.Path("/sub"))
     cub = "_ZN3cub18DeviceReduceKernelEv"
     assert foreign_names([cub, "block_sum"], own) == [cub]
@@ -177,8 +177,8 @@ def test_ptx_of_names_the_files_each_kernel_comes_from(tmp_path):
                                    'extern "C" __global__ void mine(float* x) { x[threadIdx.x] = twice(x[threadIdx.x]); }\n')
     ptx = ptx_of(sub / "kernel.cu", ("-std=c++17",), "sm_90")
     assert ptx is not None
-    assert kt.entries_from(ptx, sub) == {"mine"}
-    assert "_Z10lib_kernelILi3EEvPf" in kt.entries_from(ptx, None)
+    assert kt.entries_from(kt.ptx_parse(ptx), sub) == {"mine"}
+    assert "_Z10lib_kernelILi3EEvPf" in kt.entries_from(kt.ptx_parse(ptx), None)
 
 
 class SignedLines:
@@ -641,7 +641,7 @@ def test_kernels_inlining_a_forbidden_library_are_not_own(tmp_path):
         'extern "C" __global__ void zero(float* out) { *out = 0.f; }\n')
     ptx = ptx_of(tmp_path / "kernel.cu", ("-std=c++17",), "sm_90")
     assert ptx is not None
-    assert kt.library_code(ptx, ("cub/", "thrust/")) == {"block_sum": "cub/block/block_reduce.cuh"}
+    assert kt.library_code(kt.ptx_parse(ptx), ("cub/", "thrust/")) == {"block_sum": "cub/block/block_reduce.cuh"}
     forbidding = kt.OwnKernels.of([], [ptx], folder=tmp_path, forbidden_headers=("cub/",))
     assert foreign_names(["block_sum", "zero"], forbidding) == ["block_sum"]
     assert "cub/block/block_reduce.cuh" in forbidding.why_not(kt.Launch("block_sum", True))
@@ -675,7 +675,7 @@ def test_the_judged_ptx_and_the_loaded_cubin_come_from_one_compile(tmp_path):
     functions = {line.split()[-1] for line in symbols.splitlines() if " FUNC " in line}
     entries = kt.ptx_parse(ptx).entries
     assert entries == {"scan_init_f32", "scan_init_i32", "scan_f32", "scan_i32"} and entries <= functions
-    assert kt.library_code(ptx, ("cub/",)) == {} and "agent_scan" not in ptx
+    assert kt.library_code(kt.ptx_parse(ptx), ("cub/",)) == {} and "agent_scan" not in ptx
     own = kt.KernelPolicy((), tmp_path, forbidden_headers=("cub/",)).judge({"kernel.cu": ptx}, {})
     assert own.entries == entries and own.forbidden_code() == ""
     # the check without a GPU (grade --compile-only, the required-PTX warning) compiles it the same way
@@ -748,7 +748,7 @@ def test_a_link_to_a_library_folder_is_the_library(tmp_path):
     (sub / "lib").symlink_to(tmp_path / "include" / "cub")
     ptx = (f'.file 1 "{sub}/kernel.cu"\n.file 2 "{sub}/lib/block/reduce.cuh"\n'
            ".visible .entry k(\n)\n{\n.loc 1 3 1\n.loc 2 7 1\nret;\n}\n")
-    assert kt.library_code(ptx, ("cub/",), sub) == {"k": "cub/block/reduce.cuh"}
+    assert kt.library_code(kt.ptx_parse(ptx), ("cub/",), sub) == {"k": "cub/block/reduce.cuh"}
 
 
 @pytest.mark.skipif(__import__("grader.static", fromlist=["x"]).nvrtc_unavailable() is not None,
@@ -762,7 +762,7 @@ def test_library_code_anywhere_in_the_module_is_found(tmp_path):
     source = folder / "kernel.cu"
     _, ptx = compile_source(source.read_text(), source, ("-std=c++17",), "sm_90")
     assert kt.ptx_parse(ptx).reachable({"block_sum"}) >= {"block_sum", "cub_sum"}   # the call is read now
-    found = kt.library_code(ptx, ("cub/",), folder)
+    found = kt.library_code(kt.ptx_parse(ptx), ("cub/",), folder)
     assert set(found) == {"block_sum", "cub_sum"} and found["cub_sum"].startswith("cub/block/")
 
 

@@ -32,7 +32,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.ptx import parse as ptx_parse, under
+from grader.ptx import Module as PtxModule, parse as ptx_parse, under
 
 SOURCE = Path(__file__).with_name("kernel_trace.c")
 LIBRARY = "libgrader_kernel_trace.so"
@@ -399,13 +399,12 @@ def _appending(pid: int, fd: int) -> bool:
 RESERVED_PREFIXES = ("cupy_",)
 
 
-def entries_from(ptx: str, folder: Path | None) -> set[str]:
-    """The ``.entry`` names of ``ptx`` whose code comes from a file under ``folder``: at least one
-    line of the code the entry can run (its own and that of the functions it calls, see
-    :mod:`grader.ptx`) names a path inside it. Kernels instantiated from an included library header
-    (CUB's reductions, say) have none. Without line information in ``ptx`` at all, or ``folder``
-    None, every entry."""
-    module = ptx_parse(ptx)
+def entries_from(module: PtxModule, folder: Path | None) -> set[str]:
+    """The ``.entry`` names of ``module`` (``grader.ptx.parse``) whose code comes from a file under
+    ``folder``: at least one line of the code the entry can run (its own and that of the functions
+    it calls) names a path inside it. Kernels instantiated from an included library header (CUB's
+    reductions, say) have none. Without line information in the PTX at all, or ``folder`` None,
+    every entry."""
     if folder is None or not module.files:
         return module.entries
     return {e for e in module.entries if any(under(path, folder) for path in module.files_of(e))}
@@ -417,15 +416,14 @@ def unreadable_message(line: str) -> str:
             f'.pragma "..."): the grader cannot tell which code such PTX runs; fix: remove it from the asm')
 
 
-def library_code(ptx: str, folders: tuple[str, ...], own: Path | None = None) -> dict[str, str]:
-    """``{function: header}`` for each ``.entry`` of ``ptx`` that can run code from a file under one
+def library_code(module: PtxModule, folders: tuple[str, ...], own: Path | None = None) -> dict[str, str]:
+    """``{function: header}`` for each ``.entry`` of ``module`` that can run code from a file under one
     of the header ``folders`` (e.g. "cub/": ``.../include/cub/block/block_reduce.cuh``), inlined or
     in a device function it calls (through a pointer: any function of the module), and for every
     other function with such a line, however a kernel would reach it: device code of those
     libraries anywhere in the module. ``header`` is the first such file, from the folder on. Files under ``own``
     (the submission's folder) are its own, whatever their folders are called. Needs line
-    information in ``ptx`` (``-lineinfo``); without it, ``{}``."""
-    module = ptx_parse(ptx)
+    information in the PTX (``-lineinfo``); without it, ``{}``."""
     hits = {}
     for path in module.files.values():
         if own is not None and under(path, own):
@@ -499,8 +497,8 @@ class OwnKernels:
         modules = [ptx_parse(text) for text in ptx]
         unreadable = next((m.unreadable for m in modules if m.unreadable), "")
         every = {n for m in modules for n in m.entries if mine(n) and n not in mangled}
-        headers = {e: h for text in ptx for e, h in library_code(text, forbidden_headers, folder).items()}
-        entries = frozenset(n for text in ptx for n in entries_from(text, folder) if n in every and n not in headers)
+        headers = {e: h for m in modules for e, h in library_code(m, forbidden_headers, folder).items()}
+        entries = frozenset(n for m in modules for n in entries_from(m, folder) if n in every and n not in headers)
         # a template instantiation is matched by name: only templates the sources define count (a
         # declaration alone, say of cuBLAS's dot_kernel, defines nothing the submission wrote)
         templates = frozenset(n for text in sources for n in defined_kernel_names(text)) & declared
