@@ -1,24 +1,36 @@
-"""The GPU test suite on one GPU in one device call: what can share the GPU runs in parallel
-processes, what is timed runs alone afterwards. Installs nothing; prints a short table last.
+"""The whole GPU test suite (every test marked ``gpu``) on one GPU: what can share the GPU runs in
+parallel processes, what is timed runs alone. Installs nothing; prints a short table last.
 
-Phases (each a set of pytest node ids; logs in OUT/logs/<phase>[-<n>].txt):
+Every GPU test pytest collects falls in exactly one phase (``--list`` shows the plan without a GPU;
+tests/test_gpu_suite.py checks it on CPU), so no test is left out by accident. Phases, run in this
+order (logs in OUT/logs/<phase>[-<n>].txt):
 
 1. gate, alone: the tracer test and ex01's full marks. When it fails nothing else runs, so a broken
    tracer or worker costs a minute of device time, not the call. Then the measured ceilings (copy,
    fp32 and fp16 rates), alone: the grader caches them at their first measurement.
-2. shared, in ``--jobs`` concurrent pytest processes on the same GPU: the cuda cheats whose
-   expectation does not depend on timing (``expect`` "rejected" or "incorrect": a refusal, a wrong
-   output, a memory cap) and the stubs. Concurrent grades slow each other down, which none of these
-   outcomes depends on.
+2. shared, in ``--jobs`` concurrent pytest processes on the same GPU: tests whose outcome does not
+   depend on timing (SHARED_TESTS: the stubs, the faults, the compile error, the sanitizer, ...) and
+   the cuda cheats whose expectation is a refusal, a wrong output or a memory cap. Concurrent
+   grades slow each other down, which none of these outcomes depends on.
 3. timed, alone: the cheats judged by their timing (``expect`` "flag", "no_gain",
    "zero_performance"), which need a quiet GPU.
 4. full_marks, alone: every reference solution graded side by side with itself (100/100).
-5. serial, alone: the tests of tests/test_gpu.py that ``--serial-k`` selects.
+5. ladder, alone: the naive, uncoalesced and previous-rung fixtures score clearly fewer points; the
+   same score five times.
+6. bundle, alone: tests/test_bundle_gpu.py's timed tests (every reference in a published bundle on
+   the calibration basis and on the roofline basis, the naive fixture, the side-stream cheats).
+7. serial, alone: any other GPU test (a new test lands here until it is classified).
 
-    python3 benchmarks/gpu_suite.py                     # on a machine with an NVIDIA GPU
-    python3 benchmarks/gpu_suite.py --jobs 4 --serial-k "compile_error or naive"
-    python3 benchmarks/gpu_suite.py --phases gate,shared,timed,serial   # then, in a second call:
-    python3 benchmarks/gpu_suite.py --phases full_marks
+The whole suite takes about 23 minutes of one H200 (2026-12-01): more than one device call, so
+run it in two or three calls, e.g.
+
+    python3 benchmarks/gpu_suite.py --list                                  # the plan, no GPU needed
+    python3 benchmarks/gpu_suite.py --phases gate,shared,timed,full_marks   # call 1, ~520 s
+    python3 benchmarks/gpu_suite.py --phases ladder,serial                  # call 2
+    python3 benchmarks/gpu_suite.py --phases bundle                         # call 3
+    python3 benchmarks/gpu_suite.py --phases shared -k sanitize             # a subset: pytest -k
+
+On two GPUs, run two of these at once with CUDA_VISIBLE_DEVICES=0 and =1 and different --out.
 
 Exit status: 0 when every selected test passed (a skip or a test cut off by the time limit is not a
 pass), 1 otherwise, 2 when the gate failed.
@@ -39,29 +51,81 @@ ROOT = Path(__file__).resolve().parents[1]
 TIMED_EXPECTATIONS = ("flag", "no_gain", "zero_performance")
 GATE = ["tests/test_gpu.py::test_kernels_are_traced_and_a_library_kernel_is_named",
         "tests/test_gpu.py::test_solution_gets_full_marks[ex01_vector_add]"]
+# Test functions whose outcome does not depend on timing (no performance points at stake, or none
+# possible): they may share the GPU with other grades.
+SHARED_TESTS = frozenset({
+    "test_stub_scores_zero_cleanly", "test_stub_scores_zero_in_the_bundle", "test_out_of_bounds_write_is_caught_by_the_guards",
+    "test_hang_is_killed_and_named", "test_illegal_address_is_isolated_and_named",
+    "test_grading_after_a_fault_is_unaffected", "test_compile_error_is_reported_with_line",
+    "test_float16_accumulators_fail_ex12", "test_ex12_without_tensor_core_instructions_gets_no_performance_points",
+    "test_cublas_loaded_at_run_time_is_rejected", "test_nvml_sees_the_workers_device_memory",
+    "test_racecheck_finds_the_missing_syncthreads", "test_memcheck_finds_the_read_past_the_end",
+    "test_the_smallest_failing_case_is_sanitized_in_the_text_report"})
+LADDER_TESTS = frozenset({
+    "test_naive_kernel_is_correct_and_scores_fewer_performance_points", "test_uncoalesced_variant_scores_fewer_points",
+    "test_previous_rung_is_correct_and_scores_clearly_fewer_points", "test_same_score_five_times"})
+PHASES = ("gate", "shared", "timed", "full_marks", "ladder", "bundle", "serial")
 
 
-def cuda_cheats() -> tuple[list[str], list[str]]:
-    """Node ids of the cuda cheats: (judged without timing, judged by timing)."""
-    shared, timed = [], []
+def collect(keyword: str = "") -> list[str]:
+    """Node ids of every test marked ``gpu`` under tests/ (pytest's own collection; no GPU needed),
+    narrowed by a pytest ``-k`` expression when one is given.
+
+    Raises:
+        RuntimeError: when pytest cannot collect (its last lines say why).
+    """
+    cmd = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", "gpu", "-p", "no:cacheprovider", "tests"]
+    out = subprocess.run(cmd + (["-k", keyword] if keyword else []), cwd=ROOT, capture_output=True, text=True)
+    nodes = [ln.strip() for ln in out.stdout.splitlines() if "::" in ln]
+    if out.returncode not in (0, 5):   # 5: nothing selected
+        raise RuntimeError("pytest --collect-only failed: " + " | ".join((out.stdout + out.stderr).splitlines()[-5:]))
+    return nodes
+
+
+def timed_cheats() -> set[str]:
+    """Node ids of the cuda cheats judged by their timing (see TIMED_EXPECTATIONS)."""
+    timed = set()
     for toml in sorted((ROOT / "tests" / "cheats").glob("*/*/cheat.toml")):
         meta = tomllib.loads(toml.read_text())
-        if meta.get("backend") != "cuda":
-            continue
-        node = f"tests/test_cheats.py::test_cuda_cheat_is_caught[{toml.parent.parent.name}/{toml.parent.name}]"
-        (timed if meta.get("expect") in TIMED_EXPECTATIONS else shared).append(node)
-    return shared, timed
+        if meta.get("backend") == "cuda" and meta.get("expect") in TIMED_EXPECTATIONS:
+            timed.add(f"tests/test_cheats.py::test_cuda_cheat_is_caught[{toml.parent.parent.name}/{toml.parent.name}]")
+    return timed
 
 
-def exercises() -> list[str]:
-    return sorted(p.name for p in (ROOT / "solutions").iterdir() if (ROOT / "exercises" / p.name).is_dir())
+def phase_of(node: str, timed: set[str]) -> str:
+    """The phase a GPU test runs in (see the module docstring)."""
+    function = node.split("::")[-1].split("[")[0]
+    if node in GATE:
+        return "gate"
+    if node.startswith("tests/test_cheats.py::"):
+        return "timed" if node in timed else "shared"
+    if function in SHARED_TESTS:
+        return "shared"
+    if function == "test_solution_gets_full_marks":
+        return "full_marks"
+    if function in LADDER_TESTS:
+        return "ladder"
+    if node.startswith("tests/test_bundle_gpu.py::"):
+        return "bundle"
+    return "serial"
 
 
-def pytest(nodes: list[str], log: Path, limit_s: float, extra: tuple[str, ...] = ()) -> subprocess.Popen:
+def plan(nodes: list[str]) -> dict[str, list[str]]:
+    """Every node id in exactly one phase, in the order they run; the full-marks phase longest
+    first (ex12 compiles three workers' modules), so a cut at the time limit loses the short ones."""
+    timed = timed_cheats()
+    phases: dict[str, list[str]] = {name: [] for name in PHASES}
+    for node in nodes:
+        phases[phase_of(node, timed)].append(node)
+    phases["full_marks"].sort(reverse=True)
+    return phases
+
+
+def pytest(nodes: list[str], log: Path, limit_s: float) -> subprocess.Popen:
     """One pytest process over ``nodes`` writing to ``log``, stopped with SIGINT at ``limit_s``
     (pytest still prints what passed and failed)."""
     cmd = ["timeout", "-s", "INT", "-k", "20", str(max(1, int(limit_s))), sys.executable, "-m", "pytest", "-m", "gpu",
-           "-q", "-rA", "--tb=short", "--durations=15", "-p", "no:cacheprovider", *extra, *nodes]
+           "-q", "-rA", "--tb=short", "--durations=15", "-p", "no:cacheprovider", *nodes]
     return subprocess.Popen(cmd, cwd=ROOT, stdout=log.open("w"), stderr=subprocess.STDOUT,
                             env={**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "160"})
 
@@ -76,9 +140,6 @@ def outcome(log: Path) -> tuple[list[str], list[str], str]:
     return passed, failed, last.strip("= ")
 
 
-PHASES = ("gate", "shared", "timed", "full_marks", "serial")
-
-
 def measure_ceilings() -> str:
     """Measure (or read from the cache) every ceiling kind, alone on the GPU; one line."""
     code = ("from grader import device as d; i = d.detect(); "
@@ -91,16 +152,28 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--phases", default=",".join(PHASES),
                     help=f"comma-separated, run in this order: {', '.join(PHASES)} (default all)")
-    ap.add_argument("--jobs", type=int, default=3, help="concurrent pytest processes in the shared phase (default 3)")
+    ap.add_argument("-k", dest="keyword", default="", help="only the GPU tests this pytest -k expression selects")
+    ap.add_argument("--list", action="store_true", help="print the plan (phase, count, node ids) and exit; no GPU needed")
+    ap.add_argument("--jobs", type=int, default=4, help="concurrent pytest processes in the shared phase (default 4)")
     ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "out")), help="folder for logs/")
-    ap.add_argument("--limit-s", type=float, default=560, help="wall-clock limit for the whole suite, s (default 560)")
-    ap.add_argument("--serial-k", default="compile_error",
-                    help='the serial phase: a pytest -k filter over tests/test_gpu.py (default "compile_error")')
+    ap.add_argument("--limit-s", type=float, default=560, help="wall-clock limit for the whole run, s (default 560)")
     args = ap.parse_args()
     phases = [x.strip() for x in args.phases.split(",") if x.strip()]
     unknown = sorted(set(phases) - set(PHASES))
     if unknown:
         ap.error(f"--phases: unknown {', '.join(unknown)}; choose from {', '.join(PHASES)}")
+    try:
+        nodes = plan(collect(args.keyword))
+    except RuntimeError as exc:
+        print(f"gpu_suite: {exc}", file=sys.stderr)
+        return 1
+    if "gate" in phases and "full_marks" in phases:   # the gate grades ex01 already
+        nodes["full_marks"] = [n for n in nodes["full_marks"] if n not in GATE]
+    if args.list:
+        for phase in phases:
+            print(f"{phase}: {len(nodes[phase])}")
+            print("".join(f"  {n}\n" for n in nodes[phase]), end="")
+        return 0
     logs = args.out / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
@@ -110,29 +183,26 @@ def main() -> int:
 
     rows: list[tuple[str, int, int, list[str], float, str]] = []   # phase, selected, passed, failed, wall s, pytest
 
-    def alone(name: str, nodes: list[str], extra: tuple[str, ...] = ()) -> None:
+    def alone(name: str, selected: list[str]) -> None:
         t0 = time.monotonic()
-        pytest(nodes, logs / f"{name}.txt", left() - 5, extra).wait()
+        pytest(selected, logs / f"{name}.txt", left() - 5).wait()
         passed, failed, last = outcome(logs / f"{name}.txt")
-        ran = sum(int(n) for n, _ in re.findall(r"(\d+) (passed|failed|skipped|errors?)\b", last))
-        rows.append((name, len(nodes) if not extra else ran, len(passed), failed, time.monotonic() - t0, last))
+        rows.append((name, len(selected), len(passed), failed, time.monotonic() - t0, last))
 
     print(time.strftime("gpu_suite %Y-%m-%d %H:%M:%S UTC", time.gmtime()), flush=True)
     if shutil.which("nvidia-smi"):
         subprocess.run(["nvidia-smi", "--query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu",
                         "--format=csv"], check=False)
-    shared, timed = cuda_cheats()
-    shared += [f"tests/test_gpu.py::test_stub_scores_zero_cleanly[{e}]" for e in exercises()]
-    # the longest first (ex12 compiles three workers' modules), so a cut at the time limit loses the short ones
-    full_marks = [f"tests/test_gpu.py::test_solution_gets_full_marks[{e}]" for e in reversed(exercises())
-                  if "gate" not in phases or e != "ex01_vector_add"]   # the gate grades ex01
     for phase in phases:
+        selected = nodes[phase]
+        if not selected:
+            continue
         if left() < 20:
-            rows.append((phase, 0, 0, [f"{phase}: not run, the time limit (--limit-s) was spent"], 0.0, ""))
+            rows.append((phase, len(selected), 0, [f"{phase}: not run, the time limit (--limit-s) was spent"], 0.0, ""))
             continue
         if phase == "gate":
-            alone("gate", GATE)
-            if rows[-1][3] or rows[-1][2] < len(GATE):
+            alone("gate", selected)
+            if rows[-1][3] or rows[-1][2] < len(selected):
                 print(f"== gate FAILED: nothing else was run ({rows[-1][5]})")
                 print((logs / "gate.txt").read_text(errors="replace")[-3000:])
                 return 2
@@ -142,28 +212,25 @@ def main() -> int:
             print(measure_ceilings(), flush=True)
         elif phase == "shared":
             t0 = time.monotonic()
-            groups = [shared[i::args.jobs] for i in range(args.jobs)]
+            groups = [selected[i::args.jobs] for i in range(args.jobs)]
             procs = [pytest(g, logs / f"shared-{i}.txt", left() - 10) for i, g in enumerate(groups) if g]
             for p in procs:
                 p.wait()
             results = [outcome(logs / f"shared-{i}.txt") for i in range(len(procs))]
-            rows.append((f"shared x{len(procs)}", len(shared), sum(len(r[0]) for r in results),
+            rows.append((f"shared x{len(procs)}", len(selected), sum(len(r[0]) for r in results),
                          [f for r in results for f in r[1]], time.monotonic() - t0, "; ".join(r[2] for r in results)))
-        elif phase == "timed":
-            alone("timed", timed)
-        elif phase == "full_marks":
-            alone("full_marks", full_marks)
-            print("\n".join((logs / "full_marks.txt").read_text(errors="replace").splitlines()[-25:]))
-        elif phase == "serial" and args.serial_k:
-            alone("serial", ["tests/test_gpu.py"], ("-k", args.serial_k))
+        else:
+            alone(phase, selected)
+            if phase == "full_marks":
+                print("\n".join((logs / "full_marks.txt").read_text(errors="replace").splitlines()[-25:]))
     print(f"\n{'phase':<12} {'selected':>8} {'passed':>6} {'failed':>6} {'wall s':>7}  pytest")
-    for name, selected, npass, failed, wall, last in rows:
-        print(f"{name:<12} {selected:>8} {npass:>6} {len(failed):>6} {wall:>7.0f}  {last[:110]}")
+    for name, count, npass, failed, wall, last in rows:
+        print(f"{name:<12} {count:>8} {npass:>6} {len(failed):>6} {wall:>7.0f}  {last[:110]}")
     for row in rows:
         for f in row[3]:
             print("  " + f)
     print(f"total {time.monotonic() - start:.0f} s")
-    return 0 if all(r[2] == r[1] and not r[3] for r in rows) else 1
+    return 0 if rows and all(r[2] == r[1] and not r[3] for r in rows) else 1
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""GPU tests (marked ``gpu``, skipped without a GPU; run on the device with benchmarks/gpu_check.py)."""
+"""GPU tests (marked ``gpu``, skipped without a GPU; on the device, benchmarks/gpu_suite.py runs them all)."""
 from __future__ import annotations
 
 from dataclasses import replace

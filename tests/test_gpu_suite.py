@@ -1,0 +1,56 @@
+"""benchmarks/gpu_suite.py's plan, checked without a GPU: every GPU test runs in exactly one phase,
+and a test judged by its timing never shares the GPU."""
+from __future__ import annotations
+
+import importlib.util
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def suite():
+    spec = importlib.util.spec_from_file_location("gpu_suite", ROOT / "benchmarks" / "gpu_suite.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def collected(suite) -> list[str]:
+    return suite.collect()
+
+
+def test_every_gpu_test_is_in_exactly_one_phase_and_none_unclassified(suite, collected) -> None:
+    phases = suite.plan(collected)
+    placed = [n for nodes in phases.values() for n in nodes]
+    assert sorted(placed) == sorted(collected)
+    assert len(set(collected)) == len(collected) > 100
+    assert phases["serial"] == [], "classify these in benchmarks/gpu_suite.py: " + ", ".join(phases["serial"])
+
+
+def test_timed_outcomes_never_share_the_gpu(suite, collected) -> None:
+    shared = set(suite.plan(collected)["shared"])
+    for toml in (ROOT / "tests" / "cheats").glob("*/*/cheat.toml"):
+        meta = tomllib.loads(toml.read_text())
+        node = f"tests/test_cheats.py::test_cuda_cheat_is_caught[{toml.parent.parent.name}/{toml.parent.name}]"
+        if meta.get("backend") == "cuda":
+            assert (node in shared) == (meta.get("expect") not in suite.TIMED_EXPECTATIONS), node
+    timed_functions = ("test_solution_gets_full_marks", "test_reference_scores_full_marks_on_the_calibration_basis",
+                       "test_same_score_five_times", "test_naive_kernel_is_correct_and_scores_fewer_performance_points")
+    assert not [n for n in shared if any(f in n for f in timed_functions)]
+
+
+def test_the_named_tests_exist(suite, collected) -> None:
+    functions = {n.split("::")[-1].split("[")[0] for n in collected}
+    assert suite.SHARED_TESTS <= functions and suite.LADDER_TESTS <= functions
+    assert set(suite.GATE) <= set(collected)
+
+
+def test_a_keyword_narrows_the_collection(suite) -> None:
+    nodes = suite.collect("hang_is_killed")
+    assert nodes == ["tests/test_gpu.py::test_hang_is_killed_and_named"]
+    assert suite.plan(nodes)["shared"] == nodes
