@@ -137,6 +137,7 @@ def test_compile_only_warns_about_a_missing_required_instruction(runner):
     out = runner.invoke(cli.main, ["ex12", "--root", str(ROOT), "--compile-only"])   # the stub: no mma yet
     assert out.exit_code == 0, out.output
     assert "warning:" in out.output and "required_ptx" in out.output
+    assert "no problems found by the static checks, 1 warning above" in " ".join(out.output.split())
 
 
 def test_compile_only_checks_solve_without_a_compiler(runner, tmp_path, monkeypatch):

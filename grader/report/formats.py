@@ -55,14 +55,16 @@ def render_error(fmt: str, exercise: str, submission: str, kind: str, message: s
 
 def static_verdict(rep) -> str:  # type: ignore[no-untyped-def]
     """The last line of a ``--compile-only`` report: what was found, and what was not checked.
-    Never "no problems found" when kernel.cu was not compiled."""
+    Never "no problems found" when kernel.cu was not compiled; warnings (graded, but at a cost) are
+    counted beside it."""
     if rep.problems:
         n = len(rep.problems)
         return f"{n} problem{'s' if n != 1 else ''} found" + ("" if rep.compiled else "; kernel.cu was NOT compiled")
     if not rep.compiled:
         return ("kernel.cu was NOT compiled (no compiler here); solution.py and the features were checked: "
                 "no problems there; not graded")
-    return f"no problems found by the static checks (kernel.cu compiled with {rep.compiler}); not graded: " \
+    warned = f", {len(rep.warnings)} warning{'s' if len(rep.warnings) != 1 else ''} above" if rep.warnings else ""
+    return f"no problems found by the static checks{warned} (kernel.cu compiled with {rep.compiler}); not graded: " \
            "correctness and timing need a GPU"
 
 
