@@ -34,8 +34,15 @@ DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
 OPTIONAL_PARAMS = {"skewed": ("value",)}   # skewed without `value`: the hot value is drawn per case
 REAL_ONLY = ("masked", "cauchy", "row_constant")
 CEILINGS = ("memory", "fp32", "fp16")
-# [features] forbidden_headers when a spec gives none: the device-wide algorithm libraries
-DEFAULT_FORBIDDEN_HEADERS = ("cub/", "thrust/")
+# [features] forbidden_headers when a spec gives none: the algorithm libraries (CUB and Thrust
+# whole; cooperative_groups' reduce and scan, whose tiles of up to a block's threads do a block's
+# reduction or scan, and reduce_update_async a grid's combine; its tiles, shuffles, barriers and
+# memcpy_async stay allowed)
+DEFAULT_FORBIDDEN_HEADERS = ("cub/", "thrust/", "cooperative_groups/reduce.h", "cooperative_groups/scan.h",
+                             "cooperative_groups/details/reduce.h", "cooperative_groups/details/scan.h",
+                             "cooperative_groups/details/coalesced_reduce.h",
+                             "cooperative_groups/details/coalesced_scan.h")
+HEADER_FILE_SUFFIXES = (".h", ".hpp", ".hxx", ".cuh", ".inl")
 NAME_RE = re.compile(r"^ex(\d\d)_[a-z0-9_]+$")
 
 
@@ -391,10 +398,13 @@ class _Parser:
                                '"<stream-memory-op:FUNCTION>" or "<host-memory:FUNCTION>"')
         forbidden_headers = (self.str_list(feats, "features", "forbidden_headers") if "forbidden_headers" in feats
                              else list(DEFAULT_FORBIDDEN_HEADERS))
-        for folder in forbidden_headers:
-            if not re.fullmatch(r"[A-Za-z0-9_.+-]+(/[A-Za-z0-9_.+-]+)*/", folder):
-                raise self.err("features", f"forbidden_headers entry {folder!r} is not a header folder",
-                               'give folders as they appear in #include lines, ending in "/" (e.g. "cub/")')
+        for entry in forbidden_headers:
+            if not (re.fullmatch(r"[A-Za-z0-9_.+-]+(/[A-Za-z0-9_.+-]+)*/", entry)
+                    or (re.fullmatch(r"[A-Za-z0-9_.+-]+(/[A-Za-z0-9_.+-]+)*", entry)
+                        and entry.endswith(HEADER_FILE_SUFFIXES))):
+                raise self.err("features", f"forbidden_headers entry {entry!r} is neither a header folder nor a header file",
+                               'give folders or files as they appear in #include lines: a folder ends in "/" '
+                               '(e.g. "cub/"), a file in .h, .hpp, .hxx, .cuh or .inl (e.g. "cooperative_groups/reduce.h")')
         for pattern in required + forbidden + required_ptx:
             try:
                 re.compile(pattern)

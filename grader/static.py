@@ -242,6 +242,21 @@ def grading_options(options: tuple[str, ...] | list[str], arch: str) -> list[str
     return [*opts, f"-arch={arch}", *CUPY_NVRTC_OPTIONS]
 
 
+def include_folders(options: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """The folders grading's compile searches for ``#include`` (``-I`` and ``--include-path`` of
+    :func:`grading_options`: CuPy's and the CUDA toolkit's, and any of the exercise's ``options``),
+    resolved. Device code from an absolute path under none of them, nor in the submission, is not
+    the submission's own (``grader.sandbox.kernel_trace.library_code``)."""
+    opts, found = grading_options(options, "sm_90"), []
+    for i, o in enumerate(opts):
+        for flag in ("-I", "--include-path="):
+            if o.startswith(flag):
+                found.append(o[len(flag):] or (opts[i + 1] if i + 1 < len(opts) else ""))
+        if o == "--include-path" and i + 1 < len(opts):
+            found.append(opts[i + 1])
+    return tuple(dict.fromkeys(str(Path(f).resolve()) for f in found if f))
+
+
 def compile_with_nvrtc(source: Path, arch: str, options: tuple[str, ...] = ()) -> tuple[list[str], list[StaticKernel]]:
     """Compile ``source`` for ``arch`` (e.g. "sm_90") with NVRTC as grading does (the exercise's
     ``options`` as CuPy assembles them, see grading_options; named by the file's absolute path, as
@@ -456,12 +471,11 @@ def static_report(spec: Spec, submission: Path, arch: str = "sm_90") -> StaticRe
         skipped.append(f"compiling kernel.cu: it was NOT compiled ({why_not}; nvcc is not on PATH either)")
     if compiler is not None and not errs:
         from grader.ptx import parse as parse_ptx
-        from grader.sandbox.kernel_trace import base_name, library_code, unreadable_message
+        from grader.sandbox.kernel_trace import library_code, library_text, unreadable_message
         module = parse_ptx(ptx_of(submission / "kernel.cu", spec.compile_options, arch) or "")
         problems += [f"kernel.cu: {unreadable_message(module.unreadable)}"] if module.unreadable else []
-        problems += [f"kernel.cu: kernel {base_name(entry)} inlines device code of {header}, a library this exercise "
-                     f"forbids ([features] forbidden_headers): write that part yourself"
-                     for entry, header in library_code(module, spec.forbidden_headers, submission).items()]
+        problems += [f"kernel.cu: kernel {library_text(entry, header)}" for entry, header in
+                     library_code(module, spec.forbidden_headers, submission, include_folders(spec.compile_options)).items()]
     if spec.required_ptx and not problems and compiler is not None:
         ptx = ptx_of(submission / "kernel.cu", spec.compile_options, arch)
         warnings += [f"{line}: it would score no performance points" for line in missing_ptx(spec, ptx or "")

@@ -220,3 +220,18 @@ def test_cuda_cheat_is_caught(folder):
     r = grade_folder(load_spec(ex / "spec.toml"), folder, backend="cuda",
                      reference=ref if ref.is_dir() else None, profile=GPU_PROFILE, policy=GPU_POLICY)
     check_expectation(r, m)
+
+
+# -- cuda cheats a compile alone refuses: checked in CI too (NVRTC, no GPU) --------------------------
+@pytest.mark.skipif(__import__("grader.static", fromlist=["x"]).nvrtc_unavailable() is not None,
+                    reason="NVRTC cannot be loaded on this machine")
+@pytest.mark.parametrize("folder", [f for f in by_backend("cuda") if meta(f)["detected_by"] == "forbidden_headers"],
+                         ids=cheat_id)
+def test_forbidden_header_cheat_is_refused_by_the_compile_alone(folder):
+    """The PTX of the cheat's own compile names the forbidden header (``grade --compile-only`` and,
+    on the GPU, the refusal before solve both read it); the GPU test grades it in full."""
+    from grader.static import static_report
+    m = meta(folder)
+    rep = static_report(load_spec(ROOT / "exercises" / m["exercise"] / "spec.toml"), folder)
+    assert rep.compiled, rep.problems
+    assert any("forbidden_headers" in p for p in rep.problems), rep.problems

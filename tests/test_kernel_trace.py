@@ -653,6 +653,75 @@ def test_kernels_inlining_a_forbidden_library_are_not_own(tmp_path):
     assert allowing.forbidden_code() == ""
 
 
+@pytest.mark.skipif(__import__("grader.static", fromlist=["x"]).nvrtc_unavailable() is not None,
+                    reason="NVRTC cannot be loaded on this machine")
+def test_cooperative_groups_reduce_and_scan_are_library_code_but_its_tiles_are_not(tmp_path):
+    """Red-team finding (seventh session): cg::reduce over a 512-thread tile is a whole block's
+    reduction, and cg::reduce_update_async the grid's combine: CG's reduce and scan headers are
+    forbidden by default (header files, not the folder), while a reduction written with CG's tiles
+    and shuffles is the student's own."""
+    from grader.spec import DEFAULT_FORBIDDEN_HEADERS
+    from grader.static import ptx_of
+    (tmp_path / "kernel.cu").write_text(
+        "#include <cooperative_groups.h>\n#include <cooperative_groups/reduce.h>\n#include <cuda/atomic>\n"
+        "namespace cg = cooperative_groups;\n"
+        'extern "C" __global__ void __launch_bounds__(512) cg_sum(const float* x, double* acc, int n) {\n'
+        "  __shared__ cg::block_tile_memory<512> scratch;\n"
+        "  auto tile = cg::tiled_partition<512>(cg::this_thread_block(scratch));\n"
+        "  float v = 0.f;\n  for (int i = blockIdx.x * 512 + threadIdx.x; i < n; i += gridDim.x * 512) v += x[i];\n"
+        "  cuda::atomic_ref<double, cuda::thread_scope_device> dst(acc[0]);\n"
+        "  cg::reduce_update_async(tile, dst, (double)v, cg::plus<double>());\n}\n"
+        'extern "C" __global__ void warp_sum(const float* x, float* out, int n) {\n'
+        "  auto warp = cg::tiled_partition<32>(cg::this_thread_block());\n"
+        "  float v = 0.f;\n  for (int i = blockIdx.x * 32 + threadIdx.x; i < n; i += gridDim.x * 32) v += x[i];\n"
+        "  for (int o = 16; o > 0; o /= 2) v += warp.shfl_down(v, o);\n"
+        "  if (warp.thread_rank() == 0) atomicAdd(out, v);\n}\n")
+    ptx = ptx_of(tmp_path / "kernel.cu", ("-std=c++17",), "sm_90")
+    assert ptx is not None
+    found = kt.library_code(kt.ptx_parse(ptx), DEFAULT_FORBIDDEN_HEADERS)
+    assert list(found) == ["cg_sum"] and found["cg_sum"].startswith("cooperative_groups/"), found
+    assert found["cg_sum"] in DEFAULT_FORBIDDEN_HEADERS
+    assert kt.library_code(kt.ptx_parse(ptx), ("cooperative_groups/reduce.hpp",)) == {}   # a file entry is the whole tail
+    judged = kt.OwnKernels.of([], [ptx], folder=tmp_path, forbidden_headers=DEFAULT_FORBIDDEN_HEADERS)
+    assert foreign_names(["cg_sum", "warp_sum"], judged) == ["cg_sum"]
+    assert "cg_sum inlines cooperative_groups/" in judged.forbidden_code()
+
+
+@pytest.mark.skipif(__import__("grader.static", fromlist=["x"]).nvrtc_unavailable() is not None,
+                    reason="NVRTC cannot be loaded on this machine")
+def test_device_code_from_outside_the_submission_and_the_include_folders_is_not_own(tmp_path):
+    """Red-team idea (seventh session): another package's device headers (torch's block_reduce.cuh,
+    say) included by an absolute path are no forbidden_headers entry, yet not the student's work.
+    Code from a header beside kernel.cu, or from the CUDA toolkit's headers (CG's tiles here), is."""
+    from grader.static import include_folders, ptx_of
+    other, sub = tmp_path / "site-packages" / "pkg" / "include", tmp_path / "sub"
+    other.mkdir(parents=True)
+    sub.mkdir()
+    body = "template <class T> __device__ T block_total(T v) { for (int o = 16; o; o /= 2) v += __shfl_down_sync(~0u, v, o); return v; }\n"
+    (other / "reduce.cuh").write_text(body)
+    (sub / "mine.cuh").write_text(body.replace("block_total", "my_total"))
+    (sub / "kernel.cu").write_text(
+        f'#include "{other / "reduce.cuh"}"\n#include "mine.cuh"\n#include <cooperative_groups.h>\n'
+        'extern "C" __global__ void theirs(float* x) { x[threadIdx.x] = block_total(x[threadIdx.x]); }\n'
+        'extern "C" __global__ void mine(float* x) { x[threadIdx.x] = my_total(x[threadIdx.x]); }\n'
+        'extern "C" __global__ void tiles(float* x) {\n'
+        "  auto w = cooperative_groups::tiled_partition<32>(cooperative_groups::this_thread_block());\n"
+        "  x[threadIdx.x] = w.shfl_down(x[threadIdx.x], 1);\n}\n")
+    ptx = ptx_of(sub / "kernel.cu", ("-std=c++17",), "sm_90")
+    assert ptx is not None
+    roots = include_folders(("-std=c++17",))
+    assert roots and all(Path(r).is_absolute() for r in roots)
+    assert any("cooperative_groups" in f for f in kt.ptx_parse(ptx).files.values())   # CG's lines, under a root
+    found = kt.library_code(kt.ptx_parse(ptx), ("cub/",), sub, roots)
+    assert found == {"theirs": str((other / "reduce.cuh").resolve())}, found
+    assert kt.library_code(kt.ptx_parse(ptx), ("cub/",), sub) == {}   # without roots: not checked
+    judged = kt.OwnKernels.of([], [ptx], folder=sub, forbidden_headers=("cub/",), include_roots=roots)
+    assert foreign_names(["theirs", "mine", "tiles"], judged) == ["theirs"]
+    refusal = judged.forbidden_code()
+    assert "theirs inlines" in refusal and "outside the submission's folder" in refusal and "forbidden_headers" not in refusal
+    assert "outside the submission's folder" in judged.why_not(kt.Launch("theirs", True))
+
+
 @pytest.mark.skipif(__import__("grader.static", fromlist=["x"]).nvrtc_unavailable() is not None
                     or shutil.which("readelf") is None, reason="needs NVRTC and readelf")
 def test_the_judged_ptx_and_the_loaded_cubin_come_from_one_compile(tmp_path):

@@ -334,7 +334,7 @@ ERRORS = [
     ("allowed-kernel-not-a-name", 'forbidden = ["cublas"]', 'forbidden = ["cublas"]\nallowed_kernels = ["cupy copy"]',
      "features", "allowed_kernels entry 'cupy copy' is not a kernel name pattern"),
     ("forbidden-header-not-a-folder", 'forbidden = ["cublas"]', 'forbidden = ["cublas"]\nforbidden_headers = ["cub"]',
-     "features", "forbidden_headers entry 'cub' is not a header folder"),
+     "features", "forbidden_headers entry 'cub' is neither a header folder nor a header file"),
     ("limits-not-a-number", "case_s = 5", 'case_s = "5"', "limits", "'case_s' is '5', expected int or float"),
     ("unknown-top-level-section", "[limits]\ncase_s = 5\n", "[limits]\ncase_s = 5\n\n[extras]\nfoo = 1\n",
      "extras", "is not a known section"),
@@ -533,8 +533,11 @@ def test_expr_cannot_call_open_or_import(tmp_path: Path, monkeypatch: pytest.Mon
 
 def test_forbidden_headers_default_to_the_algorithm_libraries_and_can_be_cleared(tmp_path: Path) -> None:
     from grader.spec import DEFAULT_FORBIDDEN_HEADERS
-    assert DEFAULT_FORBIDDEN_HEADERS == ("cub/", "thrust/")
+    assert DEFAULT_FORBIDDEN_HEADERS[:2] == ("cub/", "thrust/")
+    assert "cooperative_groups/reduce.h" in DEFAULT_FORBIDDEN_HEADERS and "cooperative_groups/" not in DEFAULT_FORBIDDEN_HEADERS
     assert load_spec(write_spec(tmp_path, mutate('forbidden = ["cublas"]', 'forbidden = ["cublas"]'))).forbidden_headers \
         == DEFAULT_FORBIDDEN_HEADERS
     cleared = mutate('forbidden = ["cublas"]', 'forbidden = ["cublas"]\nforbidden_headers = []')
     assert load_spec(write_spec(tmp_path, cleared)).forbidden_headers == ()
+    files = mutate('forbidden = ["cublas"]', 'forbidden = ["cublas"]\nforbidden_headers = ["cub/", "mylib/algo.cuh"]')
+    assert load_spec(write_spec(tmp_path, files)).forbidden_headers == ("cub/", "mylib/algo.cuh")

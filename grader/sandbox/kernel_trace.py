@@ -416,26 +416,35 @@ def unreadable_message(line: str) -> str:
             f'.pragma "..."): the grader cannot tell which code such PTX runs; fix: remove it from the asm')
 
 
-def library_code(module: PtxModule, folders: tuple[str, ...], own: Path | None = None) -> dict[str, str]:
+def library_code(module: PtxModule, folders: tuple[str, ...], own: Path | None = None,
+                 roots: tuple[str, ...] | None = None) -> dict[str, str]:
     """``{function: header}`` for each ``.entry`` of ``module`` that can run code from a file under one
-    of the header ``folders`` (e.g. "cub/": ``.../include/cub/block/block_reduce.cuh``), inlined or
+    of the header ``folders`` (e.g. "cub/": ``.../include/cub/block/block_reduce.cuh``) or from one of
+    the header files among them (an entry not ending in "/", e.g. "cooperative_groups/reduce.h":
+    ``.../include/cooperative_groups/reduce.h``, the path's tail), inlined or
     in a device function it calls (through a pointer: any function of the module), and for every
     other function with such a line, however a kernel would reach it: device code of those
     libraries anywhere in the module. ``header`` is the first such file, from the folder on. Files under ``own``
-    (the submission's folder) are its own, whatever their folders are called. Needs line
-    information in the PTX (``-lineinfo``); without it, ``{}``."""
+    (the submission's folder) are its own, whatever their folders are called. With ``roots`` (the
+    compile's include folders, see ``grader.static.include_folders``), a file by an absolute path
+    under neither ``own`` nor a root (an ``#include`` of another package's device headers by its
+    path, or of anything else on the machine) counts too, its ``header`` being that path. Needs
+    line information in the PTX (``-lineinfo``); without it, ``{}``."""
     hits = {}
     for path in module.files.values():
         if own is not None and under(path, own):
             continue
         for folder in folders:   # as written and with links resolved (a link to CUB's folder, say)
             for seen in dict.fromkeys((path, str(Path(path).resolve()) if Path(path).is_absolute() else path)):
-                found = list(re.finditer(r"(?:^|(?<=/))" + re.escape(folder), seen))
+                found = list(re.finditer(r"(?:^|(?<=/))" + re.escape(folder) + ("" if folder.endswith("/") else "$"),
+                                         seen))
                 if found:   # the innermost: CCCL keeps cub/ under .../cub/cub/
                     hits[path] = seen[found[-1].start():].lstrip("/")
                     break
             if path in hits:
                 break
+        if path not in hits and roots is not None and outside(path, roots):
+            hits[path] = str(Path(path).resolve())
     if not hits:
         return {}
     out = {}
@@ -449,6 +458,21 @@ def library_code(module: PtxModule, folders: tuple[str, ...], own: Path | None =
             if header:
                 out[name] = header
     return out
+
+
+def outside(path: str, roots: tuple[str, ...]) -> bool:
+    """Whether a ``.file`` path is absolute and lies under none of the folders ``roots``."""
+    return Path(path).is_absolute() and not any(under(path, Path(r)) for r in roots)
+
+
+def library_text(entry: str, header: str) -> str:
+    """Why ``entry`` is not the submission's own work when it inlines ``header`` (see
+    :func:`library_code`); for messages."""
+    if Path(header).is_absolute():
+        return (f"{base_name(entry)} inlines device code of {header}, a file outside the submission's folder and the "
+                f"compiler's include folders (CUDA's and CuPy's): put code you wrote in the submission folder")
+    return (f"{base_name(entry)} inlines device code of {header}, a library this exercise forbids "
+            f"([features] forbidden_headers): write that part yourself")
 
 
 @dataclass(frozen=True)
@@ -482,7 +506,7 @@ class OwnKernels:
     @staticmethod
     def of(sources: list[str], ptx: list[str], allowed: tuple[str, ...] = (), *, compiler: bool = True,
            uncompiled: tuple[str, ...] = (), folder: Path | None = None,
-           forbidden_headers: tuple[str, ...] = ()) -> "OwnKernels":
+           forbidden_headers: tuple[str, ...] = (), include_roots: tuple[str, ...] | None = None) -> "OwnKernels":
         """From the submission's CUDA sources (comments removed) and the PTX of its ``.cu`` files
         ("" where a file did not compile; with line information, see :func:`entries_from`, whose
         files must lie under ``folder``); ``compiler``: whether a compiler could be loaded here
@@ -497,7 +521,7 @@ class OwnKernels:
         modules = [ptx_parse(text) for text in ptx]
         unreadable = next((m.unreadable for m in modules if m.unreadable), "")
         every = {n for m in modules for n in m.entries if mine(n) and n not in mangled}
-        headers = {e: h for m in modules for e, h in library_code(m, forbidden_headers, folder).items()}
+        headers = {e: h for m in modules for e, h in library_code(m, forbidden_headers, folder, include_roots).items()}
         entries = frozenset(n for m in modules for n in entries_from(m, folder) if n in every and n not in headers)
         # a template instantiation is matched by name: only templates the sources define count (a
         # declaration alone, say of cuBLAS's dot_kernel, defines nothing the submission wrote)
@@ -507,14 +531,19 @@ class OwnKernels:
 
     def forbidden_code(self) -> str:
         """One line naming the kernels that inline device code of a ``[features] forbidden_headers``
-        folder ("" when none does): such a submission is refused before it runs."""
+        entry or of a file outside the submission and the include folders ("" when none does): such
+        a submission is refused before it runs."""
         if self.unreadable:
             return unreadable_message(self.unreadable)
         if not self.headers:
             return ""
-        found = "; ".join(f"{base_name(e)} inlines {h}" for e, h in self.headers)
-        return (f"{found}: device code of a library this exercise forbids ([features] forbidden_headers); "
-                f"fix: write that part yourself")
+        library = "; ".join(f"{base_name(e)} inlines {h}" for e, h in self.headers if not Path(h).is_absolute())
+        elsewhere = "; ".join(f"{base_name(e)} inlines {h}" for e, h in self.headers if Path(h).is_absolute())
+        return "; ".join(
+            ([f"{library}: device code of a library this exercise forbids ([features] forbidden_headers); fix: write "
+              f"that part yourself"] if library else []) +
+            ([f"{elsewhere}: device code from outside the submission's folder and the compiler's include folders "
+              f"(CUDA's and CuPy's); fix: put code you wrote in the submission folder"] if elsewhere else []))
 
     def names(self) -> list[str]:
         """Readable names of the submission's kernels, for messages."""
@@ -558,8 +587,7 @@ class OwnKernels:
             return f'{base_name(traced)} is declared extern "C" under a mangled C++ name (a library kernel\'s exact name)'
         header = dict(self.headers).get(traced)
         if header:
-            return (f"{base_name(traced)} inlines device code of {header}, a library this exercise forbids "
-                    f"([features] forbidden_headers): write that part yourself")
+            return library_text(traced, header)
         if traced in self.library:
             return f"the code of {base_name(traced)} comes from an included library header, not from the submission's files"
         if self.uncompiled and base_name(traced) in self.templates | self.fallback:
@@ -576,19 +604,23 @@ class KernelPolicy:
     """What decides which traced kernels a submission's graded calls may run, known before its
     worker compiles anything: ``sources``, its CUDA sources with comments removed (for the names
     they declare, see :meth:`OwnKernels.of`); ``folder``, the submission folder (own code has
-    ``.loc`` lines in files under it); the spec's ``allowed`` kernels and ``forbidden_headers``.
+    ``.loc`` lines in files under it); the spec's ``allowed`` kernels and ``forbidden_headers``;
+    ``include_roots``, the compile's include folders (device code from an absolute path outside
+    them and the folder is never own; None: not checked).
     :meth:`judge` applies it to the PTX of the modules the worker compiled and loaded in its own
     window, which is the code that runs (the worker's ``preload`` reply)."""
     sources: tuple[str, ...]
     folder: Path
     allowed: tuple[str, ...] = ()
     forbidden_headers: tuple[str, ...] = ()
+    include_roots: tuple[str, ...] | None = None
 
     def judge(self, ptx: dict[str, str], failed: dict[str, str]) -> OwnKernels:
         """The :class:`OwnKernels` of a worker whose preload compiled ``ptx`` ({file: PTX}) and
         could not compile ``failed`` ({file: why}); files are relative to ``folder``."""
         return OwnKernels.of(list(self.sources), list(ptx.values()), self.allowed, uncompiled=tuple(sorted(failed)),
-                             folder=self.folder, forbidden_headers=self.forbidden_headers)
+                             folder=self.folder, forbidden_headers=self.forbidden_headers,
+                             include_roots=self.include_roots)
 
 
 _SOURCE_NAME = re.compile(r"(\d+)")
