@@ -646,7 +646,7 @@ def test_kernels_inlining_a_forbidden_library_are_not_own(tmp_path):
     assert foreign_names(["block_sum", "zero"], forbidding) == ["block_sum"]
     assert "cub/block/block_reduce.cuh" in forbidding.why_not(kt.Launch("block_sum", True))
     refusal = forbidding.forbidden_code()     # grade refuses such a submission before it runs
-    assert "block_sum inlines cub/block/block_reduce.cuh" in refusal and "forbidden_headers" in refusal
+    assert "block_sum inlines device code of cub/block/block_reduce.cuh" in refusal and "forbidden_headers" in refusal
     assert "zero" not in refusal
     allowing = kt.OwnKernels.of([], [ptx], folder=tmp_path)
     assert foreign_names(["block_sum", "zero"], allowing) == []
@@ -684,7 +684,7 @@ def test_cooperative_groups_reduce_and_scan_are_library_code_but_its_tiles_are_n
     assert kt.library_code(kt.ptx_parse(ptx), ("cooperative_groups/reduce.hpp",)) == {}   # a file entry is the whole tail
     judged = kt.OwnKernels.of([], [ptx], folder=tmp_path, forbidden_headers=DEFAULT_FORBIDDEN_HEADERS)
     assert foreign_names(["cg_sum", "warp_sum"], judged) == ["cg_sum"]
-    assert "cg_sum inlines cooperative_groups/" in judged.forbidden_code()
+    assert "cg_sum inlines device code of cooperative_groups/" in judged.forbidden_code()
 
 
 @pytest.mark.skipif(__import__("grader.static", fromlist=["x"]).nvrtc_unavailable() is not None,

@@ -470,9 +470,9 @@ def library_text(entry: str, header: str) -> str:
     :func:`library_code`); for messages."""
     if Path(header).is_absolute():
         return (f"{base_name(entry)} inlines device code of {header}, a file outside the submission's folder and the "
-                f"compiler's include folders (CUDA's and CuPy's): put code you wrote in the submission folder")
+                f"compiler's include folders (CUDA's and CuPy's); fix: put code you wrote in the submission folder")
     return (f"{base_name(entry)} inlines device code of {header}, a library this exercise forbids "
-            f"([features] forbidden_headers): write that part yourself")
+            f"([features] forbidden_headers); fix: write that part yourself")
 
 
 @dataclass(frozen=True)
@@ -537,13 +537,7 @@ class OwnKernels:
             return unreadable_message(self.unreadable)
         if not self.headers:
             return ""
-        library = "; ".join(f"{base_name(e)} inlines {h}" for e, h in self.headers if not Path(h).is_absolute())
-        elsewhere = "; ".join(f"{base_name(e)} inlines {h}" for e, h in self.headers if Path(h).is_absolute())
-        return "; ".join(
-            ([f"{library}: device code of a library this exercise forbids ([features] forbidden_headers); fix: write "
-              f"that part yourself"] if library else []) +
-            ([f"{elsewhere}: device code from outside the submission's folder and the compiler's include folders "
-              f"(CUDA's and CuPy's); fix: put code you wrote in the submission folder"] if elsewhere else []))
+        return "; ".join(library_text(e, h) for e, h in self.headers)
 
     def names(self) -> list[str]:
         """Readable names of the submission's kernels, for messages."""
