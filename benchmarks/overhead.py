@@ -35,7 +35,10 @@ def _med(xs: list[float]) -> float:
     return statistics.median(xs) if xs else float("nan")
 
 
-def rounds_table(rounds: int, nsets: int, flush: bool) -> list[str]:
+def rounds_table(rounds: int, nsets: int, flush: bool, reuse: bool = False, only: tuple[str, ...] = ()) -> list[str]:
+    """The per-part table for SHAPES (or those of the exercises in ``only``). ``reuse``: map one
+    arena in the first round and time every round on it (inputs rewritten in place), instead of a
+    fresh arena per round as grading does; ``events`` then says what the fresh mappings cost."""
     from grader.cases import Case
     from grader.device import detect
     from grader.grade import BASELINE_SUBMISSION
@@ -48,6 +51,8 @@ def rounds_table(rounds: int, nsets: int, flush: bool) -> list[str]:
     backend = CudaBackend()
     rows = []
     for name, dims in SHAPES:
+        if only and name not in only:
+            continue
         spec = load_spec(ROOT / "exercises" / name / "spec.toml")
         oracle = load_oracle(spec)
         bench = next(b for b in spec.benchmarks if b.as_dict() == dims)
@@ -71,17 +76,19 @@ def rounds_table(rounds: int, nsets: int, flush: bool) -> list[str]:
                                              ("premap", "resume", "map", "queue", "sync", "read", "transport",
                                               "pause", "events", "outside")}
             for r in range(rounds):
-                arena = Arena(backend, sum(s.arena_bytes for s in sets))   # fresh buffers, as grading does
-                for s in sets:
-                    s.place(arena)
-                descs = [s.descriptors() for s in sets]
                 order = list(range(nsets))
-                w.resume()   # the untimed map request, then the inputs written while it is stopped
-                mapped = w.request({"op": "map", "sets": descs, "close": close}, 60)
-                w.pause()
-                assert mapped.ok, mapped.message
-                held.free()
-                close, held = [arena.handle], arena
+                if not reuse or r == 0:
+                    arena = Arena(backend, sum(s.arena_bytes for s in sets))   # fresh buffers, as grading does
+                    for s in sets:
+                        s.place(arena)
+                    descs = [s.descriptors() for s in sets]
+                    w.resume()   # the untimed map request, then the inputs written while it is stopped
+                    mapped = w.request({"op": "map", "sets": descs, "close": close}, 60)
+                    w.pause()
+                    assert mapped.ok, mapped.message
+                    held.free()
+                    close, held = [arena.handle], arena
+                    parts["premap"].append(mapped.wall_s * 1e6)
                 for s in sets:
                     s.write()
                 t0 = time.perf_counter()
@@ -92,9 +99,9 @@ def rounds_table(rounds: int, nsets: int, flush: bool) -> list[str]:
                 t2 = time.perf_counter()
                 w.pause()
                 t3 = time.perf_counter()
-                for s in sets:
-                    s.unbind()
-                parts["premap"].append(mapped.wall_s * 1e6)
+                if not reuse:
+                    for s in sets:
+                        s.unbind()
                 assert out.ok, out.message
                 ph = out.data["phases_ms"]
                 ev = sum(out.data["times_ms"])
@@ -106,10 +113,13 @@ def rounds_table(rounds: int, nsets: int, flush: bool) -> list[str]:
                 parts["pause"].append((t3 - t2) * 1e6)
                 parts["events"].append(ev / nsets * 1e3)
                 parts["outside"].append((wall - ev) / nsets * 1e3)
+            if reuse:
+                for s in sets:
+                    s.unbind()
             w.resume()
             w.close()
             held.free()
-            rows.append(f"{name:16s} {str(dims):24s} {label:9s} sets={nsets:2d} flush={int(flush)} " +
+            rows.append(f"{name:16s} {str(dims):24s} {label:9s} sets={nsets:2d} {'reused' if reuse else 'fresh '} " +
                         " ".join(f"{k}={_med(v):8.1f}" for k, v in parts.items()))
         for s in sets:
             s.free()
@@ -156,7 +166,18 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--sets", type=int, default=12, help="input sets (calls) per round, besides 3")
+    ap.add_argument("--fresh-vs-reused", action="store_true",
+                    help="instead: at --sets calls per round, each shape's rounds on fresh arenas (as grading "
+                         "times) and on one reused arena, side by side (why the grader's times run above "
+                         "benchmarks/bench_references.py's)")
     args = ap.parse_args()
+    if args.fresh_vs_reused:
+        rows = []
+        for name, _ in SHAPES:
+            for reuse in (False, True, False, True):   # alternated: drifts hit both alike
+                rows += rounds_table(args.rounds, args.sets, True, reuse, (name,))
+        print("\n".join(r for r in rows if " reference " in r))
+        return
     rows = ipc_table()
     for nsets in sorted({3, args.sets}):
         rows += rounds_table(args.rounds, nsets, True)
