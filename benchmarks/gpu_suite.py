@@ -60,7 +60,7 @@ SHARED_TESTS = frozenset({
     "test_float16_accumulators_fail_ex12", "test_ex12_without_tensor_core_instructions_gets_no_performance_points",
     "test_cublas_loaded_at_run_time_is_rejected", "test_nvml_sees_the_workers_device_memory",
     "test_racecheck_finds_the_missing_syncthreads", "test_memcheck_finds_the_read_past_the_end",
-    "test_the_smallest_failing_case_is_sanitized_in_the_text_report"})
+    "test_the_smallest_failing_case_is_sanitized_in_the_text_report", "test_headers_students_use_compile_in_grading"})
 LADDER_TESTS = frozenset({
     "test_naive_kernel_is_correct_and_scores_fewer_performance_points", "test_uncoalesced_variant_scores_fewer_points",
     "test_previous_rung_is_correct_and_scores_clearly_fewer_points", "test_same_score_five_times"})

@@ -187,3 +187,24 @@ def test_kernels_are_traced_and_a_library_kernel_is_named() -> None:
     f = r.smallest_failure
     assert f is not None and f.status == "foreign_kernel" and r.score.total == 0
     assert "cupy_sum" in f.message and "of the submission's own sources (its kernels: unused)" in f.message
+
+
+# Headers CUDA courses' students include. Each must compile in grading's own NVRTC compile on the
+# grading machine, whose CUDA headers are CuPy's (not necessarily a full toolkit): the sixth session
+# saw <mma.h> fail there (no crt/mma.h), which would fail every WMMA submission to ex12.
+STUDENT_HEADERS = ("cuda_fp16.h", "cuda_bf16.h", "cuda_fp8.h", "mma.h", "cuda_pipeline.h", "cooperative_groups.h",
+                   "cooperative_groups/memcpy_async.h", "cuda/barrier", "cuda/pipeline", "cuda/atomic")
+
+
+@pytest.mark.parametrize("header", STUDENT_HEADERS)
+def test_headers_students_use_compile_in_grading(header: str, tmp_path) -> None:
+    from grader.kernel import CompileError, compile_source
+    from grader.static import include_folders
+    source = f'#include <{header}>\nextern "C" __global__ void k(float* x) {{ x[threadIdx.x] += 1.0f; }}\n'
+    path = tmp_path / "kernel.cu"
+    path.write_text(source)
+    try:
+        compile_source(source, path, ("-std=c++17",))
+    except CompileError as exc:
+        pytest.fail(f"<{header}> does not compile in grading on this machine (include folders "
+                    f"{include_folders(('-std=c++17',))}): {str(exc)[:600]}")
