@@ -688,6 +688,7 @@ def calibrate_cmd(exercises: tuple[str, ...], dry_run: bool, root: str | None) -
 
     r = _root(root)
     _needs_solutions(r, "calibrate")
+    chosen = _exercises(r, exercises)   # a misspelt name is a usage error, GPU or not
     info = _detect_gpu()
     if info is None:
         from grader.device import unavailable_reason
@@ -695,7 +696,6 @@ def calibrate_cmd(exercises: tuple[str, ...], dry_run: bool, root: str | None) -
     from grader.device import foreign_gpu_processes
     grade_fn = _gpu_grader(r, info)
     console = Console()
-    chosen = _exercises(r, exercises)
     with console.status("timing the reference solutions...") as status:
         done = [0]
 
@@ -727,13 +727,14 @@ def calibrate_cmd(exercises: tuple[str, ...], dry_run: bool, root: str | None) -
 @click.option("--exercises", "names", default="", help="Comma-separated subset (default: all).")
 @click.option("--install-check/--no-install-check", default=True, show_default=True,
               help="Install the bundle in a fresh virtual environment and run grade there.")
-@click.option("--force", is_flag=True, help="Replace OUT if it exists.")
+@click.option("--force", is_flag=True, help="Replace an earlier bundle in OUT (its .git folder is kept); a folder "
+              "that holds anything else is refused.")
 @root_option
 def publish_cmd(out: str, names: str, install_check: bool, force: bool, root: str | None) -> None:
     """Write the student bundle to OUT (grader, exercises without hidden checks, stubs as
     student_template/, calibration, a student README; nothing from solutions/) and check it:
     no solution line leaked, no hidden setting left, and it installs and runs. Exits 1 on a problem."""
-    from grader.publish import publish
+    from grader.publish import BUNDLE_MARKER, publish
 
     r = _root(root)
     _needs_solutions(r, "publish")
@@ -746,7 +747,9 @@ def publish_cmd(out: str, names: str, install_check: bool, force: bool, root: st
     click.echo(f"install check: {rep.install}")
     for p in rep.problems:
         click.echo(f"problem: {p}")
-    click.echo("bundle checks passed" if not rep.problems else f"{len(rep.problems)} problem(s)")
+    click.echo("bundle checks passed" if not rep.problems else
+               f"{len(rep.problems)} problem(s): the bundle in {rep.out} is NOT ready to hand out (its "
+               f"{BUNDLE_MARKER} file says so); fix them and publish again with --force")
     sys.exit(EXIT_OK if not rep.problems else EXIT_BELOW)
 
 
@@ -759,6 +762,7 @@ def new_cmd(name: str, source: str | None, root: str | None) -> None:
     from grader.scaffold import create
 
     r = _root(root)
+    _needs_solutions(r, "new")
     src = _exercises(r, [source])[0] if source else None
     try:
         written = create(r, name, src)

@@ -209,8 +209,13 @@ def publish(root: Path, out: Path, exercises: list[Exercise], check_install: boo
             force: bool = False) -> PublishReport:
     """Write the bundle to ``out`` and check it (see the module docstring).
 
+    ``force`` replaces an earlier bundle in ``out`` (one with the BUNDLE_MARKER file), keeping its
+    ``.git`` folder (a clone of the students' repository stays one). When the checks find a
+    problem, the marker says the bundle is not ready to hand out.
+
     Raises:
-        FileExistsError: ``out`` exists and is not empty (and ``force`` is not set).
+        FileExistsError: ``out`` exists and is not empty (and ``force`` is not set, or ``out`` holds
+            no earlier bundle).
         ValueError: ``out`` is the course folder, inside it, or holds it; or no exercise was chosen.
     """
     out = out.resolve()
@@ -222,11 +227,17 @@ def publish(root: Path, out: Path, exercises: list[Exercise], check_install: boo
         raise ValueError("no exercise to publish; fix: name at least one with --exercises")
     if out.exists() and not out.is_dir():
         raise FileExistsError(f"{out}: exists and is not a folder; fix: choose another path")
-    if out.exists() and any(out.iterdir()) and not force:
-        raise FileExistsError(f"{out}: exists and is not empty; fix: choose an empty folder or pass --force")
-    if out.exists() and force:
-        shutil.rmtree(out)
-    out.mkdir(parents=True)
+    if out.exists() and any(entry.name != ".git" for entry in out.iterdir()):   # an empty clone is empty
+        if not force:
+            raise FileExistsError(f"{out}: exists and is not empty; fix: choose an empty folder, or pass --force to "
+                                  f"replace an earlier bundle there")
+        if not (out / BUNDLE_MARKER).is_file():
+            raise FileExistsError(f"{out}: holds files that are not a bundle `grade publish` wrote (no {BUNDLE_MARKER}); "
+                                  f"--force replaces only an earlier bundle; fix: choose an empty folder")
+        for entry in out.iterdir():   # the earlier bundle; a clone's .git stays
+            if entry.name != ".git":
+                shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
+    out.mkdir(parents=True, exist_ok=True)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
     package = Path(__file__).resolve().parent  # the grader that is running: the course may not vendor it
     shutil.copytree(package, out / "grader", ignore=ignore)
@@ -254,7 +265,10 @@ def publish(root: Path, out: Path, exercises: list[Exercise], check_install: boo
         install, problem = check_installs(out, exercises[0].name if exercises else None)
         if problem:
             problems.append(problem)
-    files = sum(1 for p in out.rglob("*") if p.is_file())
+    if problems:
+        (out / BUNDLE_MARKER).write_text(f"NOT READY TO HAND OUT: `grade publish` found {len(problems)} problem(s) in "
+                                         f"this bundle; fix them in the course and publish again.\n")
+    files = sum(1 for p in out.rglob("*") if p.is_file() and ".git" not in p.relative_to(out).parts)
     return PublishReport(out, tuple(e.name for e in exercises), files, tuple(problems), install)
 
 

@@ -322,7 +322,8 @@ class _Parser:
         kinds = kind if isinstance(kind, tuple) else (kind,)
         if isinstance(value, bool) and bool not in kinds or not isinstance(value, kinds):
             names = " or ".join(k.__name__ for k in kinds)
-            raise self.err(fld, f"'{key}' is {value!r}, expected {names}", f"give '{key}' a {names} value")
+            article = "an" if names[0] in "aeiou" else "a"
+            raise self.err(fld, f"'{key}' is {value!r}, expected {names}", f"give '{key}' {article} {names} value")
         return value
 
     def expr(self, source: Any, fld: str, allowed: set[str], funcs: set[str] = frozenset()) -> Expr:

@@ -203,6 +203,34 @@ def test_publish_refuses_a_non_empty_folder(runner, course, tmp_path):
     assert out.exit_code == 2 and "exists and is not empty" in out.output
 
 
+def test_publish_force_replaces_only_an_earlier_bundle_and_keeps_its_git_folder(runner, course, tmp_path):
+    """An instructor trial: --force into a clone of another repository deleted its .git and files."""
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (repo / "important.txt").write_text("keep me")
+    out = runner.invoke(cli.main, ["publish", str(repo), "--root", str(course), "--no-install-check", "--force"])
+    assert out.exit_code == 2 and "not a bundle `grade publish` wrote" in out.output, out.output
+    assert (repo / "important.txt").read_text() == "keep me" and (repo / ".git" / "HEAD").is_file()
+    (repo / "important.txt").unlink()
+    assert runner.invoke(cli.main, ["publish", str(repo), "--root", str(course),
+                                    "--no-install-check"]).exit_code == 0   # only .git there: an empty clone
+    (repo / "exercises" / "stale.txt").write_text("from the earlier bundle")
+    out = runner.invoke(cli.main, ["publish", str(repo), "--root", str(course), "--no-install-check", "--force",
+                                   "--exercises", "ex91"])
+    assert out.exit_code == 0, out.output
+    assert (repo / ".git" / "HEAD").is_file() and not (repo / "exercises" / "stale.txt").exists()
+    assert (repo / "exercises" / "ex91_axpy").is_dir() and not (repo / "exercises" / "ex90_add").exists()
+
+
+def test_a_bundle_with_problems_is_marked_not_ready(runner, course, tmp_path):
+    readme = course / "exercises" / "ex90_add" / "README.md"
+    readme.write_text(readme.read_text() + "\nTODO: say more\n")
+    out = runner.invoke(cli.main, ["publish", str(tmp_path / "b"), "--root", str(course), "--no-install-check"])
+    assert out.exit_code == cli.EXIT_BELOW and "NOT ready to hand out" in out.output, out.output
+    assert (tmp_path / "b" / ".grade-student-bundle").read_text().startswith("NOT READY TO HAND OUT")
+
+
 @pytest.mark.parametrize("target", [".", "exercises", ".."])
 def test_publish_never_touches_the_course_folder(runner, course, target, monkeypatch):
     monkeypatch.chdir(course)
@@ -237,6 +265,8 @@ def test_calibrate_without_a_gpu_says_so(runner, monkeypatch):
     monkeypatch.setattr(device, "unavailable_reason", lambda: "no CUDA GPU found")
     out = runner.invoke(cli.main, ["calibrate", "--root", str(ROOT)])
     assert out.exit_code == 1 and "no CUDA GPU found: calibration times kernels on a GPU" in out.output
+    out = runner.invoke(cli.main, ["calibrate", "ex99", "--root", str(ROOT)])   # a typo is named first
+    assert out.exit_code == 2 and "ex99" in out.output and "no CUDA GPU" not in out.output, out.output
 
 
 # -- formats ---------------------------------------------------------------------------------------
@@ -501,7 +531,7 @@ def test_a_bundled_readme_says_which_cited_files_stay_in_the_course_repository(t
 def test_instructor_commands_in_a_bundle_say_they_are_for_the_course_repository(runner, tmp_path, monkeypatch):
     bundle = tmp_path / "bundle"
     assert runner.invoke(cli.main, ["publish", str(bundle), "--root", str(COURSE), "--no-install-check"]).exit_code == 0
-    for command in (["check"], ["calibrate"], ["publish", str(tmp_path / "again")]):
+    for command in (["check"], ["calibrate"], ["publish", str(tmp_path / "again")], ["new", "ex92_relu"]):
         out = runner.invoke(cli.main, [*command, "--root", str(bundle)])
         assert out.exit_code == 2 and "an instructor's command" in out.output and "student bundle" in out.output, out.output
     # and the bundle's `grade --help` lists only what students run; the course's lists everything
