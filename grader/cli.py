@@ -833,10 +833,12 @@ def batch_cmd(submissions: str, names: str, gpus: str, out: str, fmt: str, mode:
             why = unavailable_reason() or "no GPU"
             rows = gb.static_rows(jobs, missing, why)
             gb.write_summaries(out_dir, rows)
-            bad = sum(r.status in ("not_graded", "missing") for r in rows)
+            bad = sum(r.status == "not_graded" for r in rows)
+            absent = sum(r.status == "missing" for r in rows)
             click.echo(f"grade: {why}: batch grading runs kernels on a GPU; nothing was graded. The static checks "
-                       f"found {bad} submission(s) that cannot be graded: {out_dir / 'summary.csv'} (column reason)",
-                       err=True)
+                       f"found {bad} submission(s) that cannot be graded" +
+                       (f" ({absent} student/exercise pair(s) have no folder)" if absent else "") +
+                       f": {out_dir / 'summary.csv'} (column reason)", err=True)
             sys.exit(EXIT_ERROR)
         if mode == "grading" and not allow_unisolated:  # once, not once per student
             why_not = _isolation_refusal() or _tracer_refusal()

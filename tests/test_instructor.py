@@ -394,6 +394,9 @@ def test_batch_without_a_gpu_records_what_the_static_checks_find_then_exits_4(ru
     out = runner.invoke(cli.main, ["batch", str(subs), "--root", str(COURSE), "--out", str(res), "--exercises", "ex90"])
     assert out.exit_code == cli.EXIT_ERROR, out.output
     assert "no CUDA GPU found: batch grading runs kernels on a GPU" in out.output
+    # bob, carol and erin cannot be graded; dave handed in nothing, which is said apart
+    assert "found 3 submission(s) that cannot be graded (1 student/exercise pair(s) have no folder)" in \
+        " ".join(out.output.split()), out.output
     with open(res / "summary.csv", newline="") as fh:
         rows = {r["student"]: r for r in csv.DictReader(fh)}
     assert {s: (r["status"], r["exit_code"]) for s, r in rows.items()} == {
