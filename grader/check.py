@@ -1,6 +1,6 @@
 """``grade check``: is every exercise ready to hand out?
 
-Per exercise: the files exist; the spec is valid and its points add up; TODOs left by
+Per exercise: the files exist; the spec is valid and its points are positive; TODOs left by
 ``grade new`` (reported, not failures); the stub is not the reference solution (exactly or in
 most of its lines, grader.leaks); the solution and the stub pass the static checks (compiled with
 NVRTC as grading does, ``solve``'s signature, required/forbidden features; skipped, and said so,

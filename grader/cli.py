@@ -667,7 +667,7 @@ def check_cmd(exercises: tuple[str, ...], no_controls: bool, root: str | None) -
         console.print("[yellow]No GPU here: solutions and stubs were not run; run `grade check` on a GPU machine.[/]")
     skipped = sum(row.status == "skip" for row in rows_seen)
     todo = sum(row.status == "todo" for row in rows_seen)
-    tail = "".join([f"; {skipped} skipped" if skipped else "", f"; {todo} TODO(s) left" if todo else ""])
+    tail = "".join([f"; {skipped} skipped" if skipped else "", f"; TODOs left (the {todo} todo row(s) above)" if todo else ""])
     verdict = ("all checks that ran passed" if skipped or todo else "all checks passed") if not failed \
         else f"{failed} problem(s)"
     console.print(f"[bold]{verdict}{tail}[/]")
