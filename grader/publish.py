@@ -235,8 +235,12 @@ def publish(root: Path, out: Path, exercises: list[Exercise], check_install: boo
             raise FileExistsError(f"{out}: holds files that are not a bundle `grade publish` wrote (no {BUNDLE_MARKER}); "
                                   f"--force replaces only an earlier bundle; fix: choose an empty folder")
         for entry in out.iterdir():   # the earlier bundle; a clone's .git stays
-            if entry.name != ".git":
-                shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
+            if entry.name == ".git":
+                continue
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
     out.mkdir(parents=True, exist_ok=True)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
     package = Path(__file__).resolve().parent  # the grader that is running: the course may not vendor it
@@ -306,7 +310,7 @@ def check_bundle(out: Path, exercises: list[Exercise]) -> list[str]:
                     leaks.pop(n)
     secret = os.environ.get("GRADER_SECRET")
     for path in sorted(out.rglob("*")):
-        if not path.is_file() or path.suffix not in TEXT_SUFFIXES:
+        if not path.is_file() or path.suffix not in TEXT_SUFFIXES or ".git" in path.relative_to(out).parts:
             continue
         rel = path.relative_to(out)
         text = path.read_text(errors="replace")
@@ -344,7 +348,8 @@ def check_installs(out: Path, exercise: str | None) -> tuple[str, str | None]:
 
     with tempfile.TemporaryDirectory(prefix="grade-publish-check-") as tmp:
         env_dir, copy = Path(tmp) / "venv", Path(tmp) / "bundle"
-        shutil.copytree(out, copy)  # pip writes build files next to the source: keep OUT clean
+        # pip writes build files next to the source: keep OUT clean (and a clone's .git out of it)
+        shutil.copytree(out, copy, ignore=shutil.ignore_patterns(".git"))
         return _install_and_run(env_dir, copy, exercise)
 
 
