@@ -9,6 +9,8 @@ in the report, never passed over."""
 from __future__ import annotations
 
 import ast
+import functools
+import os
 import re
 import shutil
 import subprocess
@@ -109,6 +111,62 @@ def static_check(spec: Spec, submission: Path) -> tuple[str, str] | None:
     for pattern in spec.required:
         if not re.search(pattern, sources["kernel.cu"]):
             return "required", f"kernel.cu: does not use {pattern!r}, which this exercise requires ([features] required)"
+    copied = copied_library_code(spec, submission)
+    if copied:
+        return "forbidden", copied
+    return None
+
+
+# Distinct non-trivial lines (grader.leaks.normal) one CUDA file of a submission may share with the
+# headers [features] forbidden_headers names before it counts as a copy of them: the references
+# share at most 3 (`__syncthreads();`, `template <class T>`, ...; measured 2026-12-01 on the CPU
+# machine against CUB, Thrust and CG's reduce/scan headers of CuPy 14.2 and CUDA 13.0).
+LIBRARY_COPY_LINES = 40
+
+
+@functools.lru_cache(maxsize=4)
+def library_lines(entries: tuple[str, ...], roots: tuple[str, ...]) -> frozenset[str]:
+    """The distinct non-trivial lines (:func:`grader.leaks.normal`) of the header files under the
+    include folders ``roots`` that the ``forbidden_headers`` ``entries`` name: every file under a
+    folder entry ("cub/"), the file a file entry names ("cooperative_groups/reduce.h"). About 1.5 s
+    (1808 files, 54k distinct lines) for the default entries under CuPy 14.2's and CUDA 13.0's
+    include folders, once per process (CPU machine, 2026-12-01)."""
+    from grader.leaks import normal
+    found: set[Path] = set()
+    for root in roots:
+        for folder, _, names in os.walk(root):
+            for name in names:
+                path = Path(folder) / name
+                rel = "/" + path.relative_to(root).as_posix()
+                if any(f"/{e}" in rel if e.endswith("/") else rel.endswith(f"/{e}") for e in entries):
+                    found.add(path.resolve())
+    lines: set[str] = set()
+    for path in found:
+        try:
+            lines.update(s for s in map(normal, path.read_text(errors="replace").splitlines()) if s)
+        except OSError:
+            continue
+    return frozenset(lines)
+
+
+def copied_library_code(spec: Spec, submission: Path) -> str | None:
+    """One line naming a CUDA file of the submission that shares at least LIBRARY_COPY_LINES
+    distinct non-trivial lines with the headers ``[features] forbidden_headers`` names: a copy of
+    such a library in the submission's folder (whatever its files are called), or pasted into
+    kernel.cu, is the library's work, though its ``.loc`` lines name the submission's files. None
+    when no file does, or the spec forbids no header."""
+    if not spec.forbidden_headers:
+        return None
+    from grader.leaks import normal
+    lines = library_lines(tuple(spec.forbidden_headers), include_folders(spec.compile_options))
+    for f in source_files(submission):
+        if f.suffix not in CUDA_SOURCE_SUFFIXES:
+            continue
+        shared = {s for s in map(normal, f.read_text(errors="replace").splitlines()) if s and s in lines}
+        if len(shared) >= LIBRARY_COPY_LINES:
+            return (f"{f.relative_to(submission)}: shares {len(shared)} lines with the headers of a library this "
+                    f"exercise forbids ([features] forbidden_headers), e.g. {sorted(shared, key=len)[-1]!r}: a copy "
+                    f"of the library is the library's work; fix: write that part yourself")
     return None
 
 

@@ -852,3 +852,28 @@ def test_an_error_in_an_included_header_names_the_header(tmp_path):
         compile_source(source.read_text(), source, ("-std=c++17",), "sm_90")
     assert str(caught.value).splitlines() == expected
     assert compile_with_nvrtc(source, "sm_90", ("-std=c++17",))[0] == expected
+
+
+def test_a_copy_of_a_forbidden_library_in_the_submission_is_refused(tmp_path):
+    """Red-team idea (seventh session): forbidden_headers reads the PTX's .loc files, and files under
+    the submission's folder are its own whatever they are called, so CG's or CUB's source copied
+    into the submission (or pasted into kernel.cu) would pass; its lines give it away."""
+    from grader.spec import load_spec
+    from grader.static import LIBRARY_COPY_LINES, copied_library_code, include_folders, static_check
+    roots = include_folders(("-std=c++17",))
+    source = next((Path(r) / "cooperative_groups" / "details" / "reduce.h" for r in roots
+                   if (Path(r) / "cooperative_groups" / "details" / "reduce.h").is_file()), None)
+    if source is None:
+        pytest.skip("no CUDA toolkit headers with cooperative_groups here")
+    root = ROOT_CHEATS.parents[1]
+    spec = load_spec(root / "exercises" / "ex04_reduction" / "spec.toml")
+    sub = tmp_path / "sub"
+    shutil.copytree(root / "solutions" / "ex04_reduction", sub)
+    assert copied_library_code(spec, sub) is None and static_check(spec, sub) is None   # the reference is its own
+    (sub / "mylib").mkdir()
+    (sub / "mylib" / "tree.cuh").write_text(source.read_text())   # renamed, in a folder of its own
+    kind, message = static_check(spec, sub)
+    assert kind == "forbidden" and message.startswith("mylib/tree.cuh: shares ") and "forbidden_headers" in message
+    assert int(message.split("shares ")[1].split()[0]) >= LIBRARY_COPY_LINES
+    from dataclasses import replace
+    assert copied_library_code(replace(spec, forbidden_headers=()), sub) is None   # a spec that forbids no header
