@@ -380,9 +380,10 @@ def ptx_of(source: Path, options: tuple[str, ...], arch: str) -> str | None:
     """The PTX of ``source`` for ``arch`` (e.g. "sm_90"), with line information (``.file``/``.loc``
     naming absolute paths), compiled with NVRTC as grading does, else
     with nvcc when NVRTC cannot be loaded here; None when neither is available or the source does
-    not compile (the compile error is reported elsewhere). The last few are remembered per source
-    path and text (the own-kernels check and ``required_ptx`` both ask; the line information names
-    the path)."""
+    not compile (the compile error is reported elsewhere). With NVRTC it is the PTX of the worker's
+    own compile (:func:`grader.kernel.compile_source`), the code grading judges. The last few are
+    remembered per source path and text (``grade check`` asks again; the line information names the
+    path)."""
     key = (str(source.resolve()), source.read_text(encoding="utf-8", errors="replace"), tuple(options), arch)
     if key not in _PTX_CACHE:
         if len(_PTX_CACHE) >= 8:   # a batch grades many submissions: keep the last few
@@ -394,18 +395,10 @@ def ptx_of(source: Path, options: tuple[str, ...], arch: str) -> str | None:
 def _compile_ptx(source: Path, options: tuple[str, ...], arch: str) -> str | None:
     virtual = "compute_" + arch.removeprefix("sm_")
     opts = [o for o in options if not o.startswith(("-arch", "--gpu-architecture"))]
-    if nvrtc_unavailable() is None:
+    if nvrtc_unavailable() is None:   # the worker's own compile (grader.kernel.compile_source): the PTX judged
+        from grader.kernel import compile_source
         try:
-            nvrtc = _nvrtc()
-            # named by its absolute path: its own includes resolve beside it, and the line
-            # information (-lineinfo, for OwnKernels) names the files each kernel's code comes from
-            prog = nvrtc.createProgram(source.read_text(encoding="utf-8"), str(source.resolve()), [], [])
-            try:
-                nvrtc.compileProgram(prog, [*grading_options(options, virtual), "-lineinfo"])
-                ptx = nvrtc.getPTX(prog)
-                return ptx.decode(errors="replace") if isinstance(ptx, bytes) else ptx
-            finally:
-                nvrtc.destroyProgram(prog)
+            return compile_source(source.read_text(encoding="utf-8"), source.resolve(), tuple(options), arch)[1]
         except Exception:  # noqa: BLE001 - the source does not compile
             return None
     nvcc = nvcc_path()
@@ -527,16 +520,15 @@ def static_report(spec: Spec, submission: Path, arch: str = "sm_90") -> StaticRe
                         "as <vector>)")
     else:
         skipped.append(f"compiling kernel.cu: it was NOT compiled ({why_not}; nvcc is not on PATH either)")
+    ptx = ptx_of(submission / "kernel.cu", spec.compile_options, arch) if compiler is not None and not errs else None
     if compiler is not None and not errs:
         from grader.ptx import parse as parse_ptx
         from grader.sandbox.kernel_trace import library_code, library_text, unreadable_message
-        module = parse_ptx(ptx_of(submission / "kernel.cu", spec.compile_options, arch) or "")
+        module = parse_ptx(ptx or "")
         problems += [f"kernel.cu: {unreadable_message(module.unreadable)}"] if module.unreadable else []
         problems += [f"kernel.cu: kernel {library_text(entry, header)}" for entry, header in
                      library_code(module, spec.forbidden_headers, submission, include_folders(spec.compile_options)).items()]
-    if spec.required_ptx and not problems and compiler is not None:
-        ptx = ptx_of(submission / "kernel.cu", spec.compile_options, arch)
-        warnings += [f"{line}: it would score no performance points" for line in missing_ptx(spec, ptx or "")
-                     if ptx is not None]
+    if spec.required_ptx and not problems and ptx is not None:
+        warnings += [f"{line}: it would score no performance points" for line in missing_ptx(spec, ptx)]
     skipped.append("running the kernel (correctness and timing need a GPU)")
     return StaticReport(tuple(problems), tuple(kernels), tuple(skipped), arch, tuple(warnings), compiler, len(errs))
