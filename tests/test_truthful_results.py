@@ -7,7 +7,6 @@ import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-import jsonschema
 import pytest
 
 from grader import cli, static
@@ -151,6 +150,7 @@ def _every_status(tmp_path: Path, monkeypatch) -> dict[str, tuple[list[str], int
 
 
 def test_every_json_result_validates_against_the_schema(runner, tmp_path, monkeypatch, no_gpu):
+    jsonschema = pytest.importorskip("jsonschema")
     cases = _every_status(tmp_path, monkeypatch)
     for name, (args, code) in cases.items():
         with monkeypatch.context() as m:
@@ -175,6 +175,7 @@ def test_every_json_result_validates_against_the_schema(runner, tmp_path, monkey
 
 
 def test_the_schema_refuses_a_score_for_a_run_that_graded_nothing():
+    jsonschema = pytest.importorskip("jsonschema")
     from grader.report.json_report import error_dict
     data = error_dict("ex01_vector_add", "sub", "no_gpu", "no CUDA GPU found", 4)
     jsonschema.validate(data, schema())
