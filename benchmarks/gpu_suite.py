@@ -11,7 +11,9 @@ order (logs in OUT/logs/<phase>[-<n>].txt):
 2. shared, in ``--jobs`` concurrent pytest processes on the same GPU: tests whose outcome does not
    depend on timing (SHARED_TESTS: the stubs, the faults, the compile error, the sanitizer, ...) and
    the cuda cheats whose expectation is a refusal, a wrong output or a memory cap. Concurrent
-   grades slow each other down, which none of these outcomes depends on.
+   grades slow each other down, which none of these outcomes depends on; their timing sections
+   take turns (the grader's per-GPU timing lock, grader.device.gpu_lock). A test still running
+   when the limit stops the phase is named in the table ("not finished"), so a hang shows.
 3. timed, alone: the cheats judged by their timing (``expect`` "flag", "no_gain",
    "zero_performance"), which need a quiet GPU.
 4. full_marks, alone: every reference solution graded side by side with itself (100/100).
@@ -125,7 +127,7 @@ def pytest(nodes: list[str], log: Path, limit_s: float) -> subprocess.Popen:
     """One pytest process over ``nodes`` writing to ``log``, stopped with SIGINT at ``limit_s``
     (pytest still prints what passed and failed)."""
     cmd = ["timeout", "-s", "INT", "-k", "20", str(max(1, int(limit_s))), sys.executable, "-m", "pytest", "-m", "gpu",
-           "-q", "-rA", "--tb=short", "--durations=15", "-p", "no:cacheprovider", *nodes]
+           "-v", "-rA", "--tb=short", "--durations=15", "-p", "no:cacheprovider", *nodes]
     return subprocess.Popen(cmd, cwd=ROOT, stdout=log.open("w"), stderr=subprocess.STDOUT,
                             env={**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "160"})
 
@@ -183,11 +185,21 @@ def main() -> int:
 
     rows: list[tuple[str, int, int, list[str], float, str]] = []   # phase, selected, passed, failed, wall s, pytest
 
+    def unfinished(group: list[str], log: Path) -> list[str]:
+        """The first test of ``group`` with no outcome in ``log`` (pytest -v: the one running when
+        the limit stopped pytest, so a hang shows here), and how many more had none."""
+        done = set(re.findall(r"^(tests/\S+) (?:PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)", log.read_text(errors="replace"),
+                              flags=re.M)) if log.is_file() else set()
+        rest = [n for n in group if n not in done]
+        return [f"not finished: {rest[0]} (running when the limit stopped it; {len(rest) - 1} more not started)"] \
+            if rest else []
+
     def alone(name: str, selected: list[str]) -> None:
         t0 = time.monotonic()
         pytest(selected, logs / f"{name}.txt", left() - 5).wait()
         passed, failed, last = outcome(logs / f"{name}.txt")
-        rows.append((name, len(selected), len(passed), failed, time.monotonic() - t0, last))
+        rows.append((name, len(selected), len(passed), failed + unfinished(selected, logs / f"{name}.txt"),
+                     time.monotonic() - t0, last))
 
     print(time.strftime("gpu_suite %Y-%m-%d %H:%M:%S UTC", time.gmtime()), flush=True)
     if shutil.which("nvidia-smi"):
@@ -221,15 +233,17 @@ def main() -> int:
             for p in procs:
                 p.wait()
             results = [outcome(logs / f"shared-{i}.txt") for i in range(len(procs))]
+            problems = [f for i, (g, r) in enumerate(zip(groups, results))
+                        for f in r[1] + unfinished(g, logs / f"shared-{i}.txt")]
             rows.append((f"shared x{len(procs)}", len(selected), sum(len(r[0]) for r in results),
-                         [f for r in results for f in r[1]], time.monotonic() - t0, "; ".join(r[2] for r in results)))
+                         problems, time.monotonic() - t0, "; ".join(r[2] for r in results)))
         else:
             alone(phase, selected)
             if phase == "full_marks":
                 print("\n".join((logs / "full_marks.txt").read_text(errors="replace").splitlines()[-25:]))
-    print(f"\n{'phase':<12} {'selected':>8} {'passed':>6} {'failed':>6} {'wall s':>7}  pytest")
+    print(f"\n{'phase':<12} {'selected':>8} {'passed':>6} {'problems':>8} {'wall s':>7}  pytest")
     for name, count, npass, failed, wall, last in rows:
-        print(f"{name:<12} {count:>8} {npass:>6} {len(failed):>6} {wall:>7.0f}  {last[:110]}")
+        print(f"{name:<12} {count:>8} {npass:>6} {len(failed):>8} {wall:>7.0f}  {last[:110]}")
     for row in rows:
         for f in row[3]:
             print("  " + f)

@@ -6,13 +6,14 @@ device and driver in ``~/.cache/gpu-kernel-grader/`` (``GRADER_CACHE_DIR`` overr
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import statistics
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 
 @dataclass(frozen=True)
@@ -112,6 +113,50 @@ def cache_dir() -> Path:
     return d
 
 
+_GPU_LOCKS_HELD: set[int] = set()
+
+
+def gpu_lock_path(index: int = 0) -> Path:
+    """The lock file of CUDA device ``index``, named by its PCI bus id (the same file whatever
+    CUDA_VISIBLE_DEVICES numbers it). Raises whatever CuPy raises without that device."""
+    import cupy
+    bus = cupy.cuda.runtime.deviceGetPCIBusId(index)
+    return cache_dir() / f"gpu-{str(bus).replace(':', '_')}.lock"
+
+
+@contextlib.contextmanager
+def gpu_lock(index: int = 0, on_wait: Callable[[str], None] | None = None) -> Iterator[None]:
+    """Holds this machine's exclusive timing lock of GPU ``index`` (an ``flock`` on
+    ``gpu-<PCI bus id>.lock`` in :func:`cache_dir`) for the ``with`` block, so that two grades
+    (or a grade and a ceiling measurement) on one machine never time on the same GPU at once:
+    each would see the other's kernels as work left on the GPU. ``on_wait(path)`` is called once
+    when another process holds the lock; the wait has no limit (the kernel drops the lock of a
+    process that dies). Re-entrant within a process. Without a writable cache folder or fcntl
+    (not Linux) the block runs unlocked."""
+    if index in _GPU_LOCKS_HELD:
+        yield
+        return
+    try:
+        import fcntl
+        path = gpu_lock_path(index)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    except Exception:  # noqa: BLE001 - no fcntl, no CuPy device or no writable cache: unlocked
+        yield
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if on_wait is not None:
+                on_wait(str(path))
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        _GPU_LOCKS_HELD.add(index)
+        yield
+    finally:
+        _GPU_LOCKS_HELD.discard(index)
+        os.close(fd)   # releases the lock
+
+
 def _median_event_ms(fn: Callable[[], Any], reps: int) -> float:
     import cupy
     fn()
@@ -162,10 +207,11 @@ def ceilings(info: DeviceInfo, kinds: set[str], refresh: bool = False) -> Ceilin
     missing = ["copy_gbps"] if "copy_gbps" not in cached else []
     missing += [f"{kind}_tflops" for kind in sorted(kinds & {"fp32", "fp16"}) if cached.get(f"{kind}_tflops") is None]
     if missing:
-        busy = foreign_gpu_processes(info.index)
-        for key in missing:
-            cached[key] = (measure_copy_gbps() if key == "copy_gbps"
-                           else measure_matmul_tflops("float32" if key == "fp32_tflops" else "float16"))
+        with gpu_lock(info.index):
+            busy = foreign_gpu_processes(info.index)
+            for key in missing:
+                cached[key] = (measure_copy_gbps() if key == "copy_gbps"
+                               else measure_matmul_tflops("float32" if key == "fp32_tflops" else "float16"))
         cached["measured"] = time.strftime("%Y-%m-%dT%H:%M:%S")
         if not (busy or foreign_gpu_processes(info.index)):
             path.write_text(json.dumps(cached, indent=1))

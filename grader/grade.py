@@ -19,7 +19,7 @@ from grader import scoring
 from grader.calibration import Calibration
 from grader.cases import Case, Profile, case_strategy, combine_seed, edge_cases, hidden_counts, parse_token
 from grader.compare import index_overflow_hint
-from grader.device import Ceilings, ClockSampler, ClockState, DeviceInfo
+from grader.device import Ceilings, ClockSampler, ClockState, DeviceInfo, foreign_gpu_processes, gpu_lock
 from grader.instance import Instance, load_oracle
 from grader.sandbox.buffers import Arena, Backend
 from grader.ptx import parse as parse_ptx
@@ -183,6 +183,7 @@ class Grader:
         self.worker = self._worker(self.submission, trusted=not options.isolate)
         self.t0 = time.perf_counter()
         self.budget_spent = False   # correctness stopped early: the case share of total_s ran out
+        self.gpu_sharers: set[str] = set()   # "PID NAME" of other processes on the GPU when it stayed busy
 
     def hidden_folders(self) -> tuple[str, ...]:
         """What the submission's worker must not see: the course root (exercises, solutions,
@@ -397,22 +398,35 @@ class Grader:
             return None
 
         drain = GpuDrain() if self.backend.name == "cuda" else None
-        rig = Rig(n_sets, redraw, bind, verify, drain.wait if drain is not None else (lambda limit_s: 0.0), release,
-                  fill)
+        index = self.device.index if self.device is not None else 0
+
+        def drain_wait(limit_s: float) -> float:
+            waited = drain.wait(limit_s) if drain is not None else 0.0
+            if math.isinf(waited):   # name whoever else is on the GPU, while they still are
+                self.gpu_sharers.update(foreign_gpu_processes(index))
+            return waited
+
+        rig = Rig(n_sets, redraw, bind, verify, drain_wait, release, fill)
         contestants = [Contestant("submission", self.worker.request, self.worker.pause, self.worker.resume)]
         contestants += [Contestant(name, w.request, w.pause, w.resume) for name, w in others]
         flush = 2 * self.device.l2_bytes if self.device is not None else 0
-        self.progress.phase(f"timing {bench.name} ({n_sets} calls per round)", None)
         windows: list[tuple[float, float]] = []
         sampler = ClockSampler(self.device.index) if self.device is not None else None
         basis = calibrated if calibrated is not None else floor
+
+        def wait_for_gpu(lock: str) -> None:
+            self.progress.phase(f"timing {bench.name}: waiting for the GPU, another grade on this machine is timing "
+                                f"(lock {lock})", None)
+
         try:
-            with sampler if sampler is not None else contextlib.nullcontext():
-                results = run_benchmark(contestants, rig, self.opt.policy, flush, spec.limits.case_s, rng,
-                                        basis_ms=None if any(n == REFERENCE for n, _ in others) else basis,
-                                        progress=lambda r: self.progress.advance(f"round {r}"),
-                                        check_warmup=not any(t.inplace for t in spec.outputs),
-                                        on_window=lambda a, b: windows.append((a, b)))
+            with gpu_lock(index, wait_for_gpu) if drain is not None else contextlib.nullcontext():
+                self.progress.phase(f"timing {bench.name} ({n_sets} calls per round)", None)
+                with sampler if sampler is not None else contextlib.nullcontext():
+                    results = run_benchmark(contestants, rig, self.opt.policy, flush, spec.limits.case_s, rng,
+                                            basis_ms=None if any(n == REFERENCE for n, _ in others) else basis,
+                                            progress=lambda r: self.progress.advance(f"round {r}"),
+                                            check_warmup=not any(t.inplace for t in spec.outputs),
+                                            on_window=lambda a, b: windows.append((a, b)))
         finally:
             for inst in sets:
                 inst.free()
@@ -598,7 +612,9 @@ def grade(spec: Spec, submission: Path, options: GradeOptions, backend: Backend,
                 flags.append(f"{b.name}: work the submission left on the GPU ran {b.submission.drained_ms_per_call * 1e3:.0f}"
                              f" us per call after its replies (counted in its wall-clock time)")
             if b.submission.failure_kind == "gpu_busy":
-                flags.append(f"{b.name}: {b.submission.failure}; no performance points for this shape")
+                others_on_gpu = (f" (other processes on this GPU then: {', '.join(sorted(g.gpu_sharers))}; grade on a "
+                                 f"GPU nothing else uses)" if g.gpu_sharers else "")
+                flags.append(f"{b.name}: {b.submission.failure}{others_on_gpu}; no performance points for this shape")
             if b.submission.uneven:
                 flags.append(f"{b.name}: call times within a round differ by more than {UNEVEN_RATIO:g}x (work of "
                              f"several calls done in one?); each round is scored by its mean")
@@ -606,7 +622,10 @@ def grade(spec: Spec, submission: Path, options: GradeOptions, backend: Backend,
                 flags.append(f"{b.name}: GPU clock {b.clock.sm_mhz}/{b.clock.max_sm_mhz} MHz while timed kernels ran"
                              + (f", throttled ({', '.join(b.clock.throttle)})" if b.clock.throttle else "")
                              + "; timings may be low")
-            if b.reference is not None and b.reference.failure:
+            # a reference left without samples (or left on a busy GPU) once the submission's timing had
+            # failed is not a reference failure: run_benchmark stops at the submission's failure
+            if b.reference is not None and b.reference.failure and not (
+                    b.submission.failure and b.reference.failure_kind in (None, "gpu_busy")):
                 raise RuntimeError(f"the reference solution failed while timing {b.name}: {b.reference.failure}")
         g.close()  # now, so that processes it left behind are found and counted
         for _, w in others:

@@ -254,7 +254,7 @@ def run_benchmark(contestants: Sequence[Contestant], rig: Rig, policy: StopPolic
             results[c.name].failure = f"during warm-up: {problem}"
             results[c.name].failure_kind = out.kind if not out.ok else "wrong"
         if busy:
-            _gpu_busy(results, "warm-up")
+            _gpu_busy(results, "warm-up", c)
     active = [c for c in contestants if results[c.name].failure is None]
     t_start = time.perf_counter()
     round_no = 0
@@ -285,12 +285,15 @@ def run_benchmark(contestants: Sequence[Contestant], rig: Rig, policy: StopPolic
     return finalize(list(results.values()), basis_ms, policy.outside_slack_ms)
 
 
-def _gpu_busy(results: dict[str, ContestantTiming], where: str) -> None:
+def _gpu_busy(results: dict[str, ContestantTiming], where: str, c: Contestant) -> None:
     """Work left on the GPU past DRAIN_LIMIT_S: the reference and the baseline are trusted, so it
-    is the submission's (or another process's): the submission's timing fails."""
+    is the submission's (or another process's): the submission's timing fails. Without a
+    submission still timed (``grade calibrate``, or its failure came first), contestant ``c``'s
+    fails, so that every busy GPU ends a contestant and the rounds end."""
     sub = results.get(SUBMISSION)
-    if sub is not None and sub.failure is None:
-        sub.failure, sub.failure_kind = f"{where}: {GPU_BUSY}", "gpu_busy"
+    target = sub if sub is not None and sub.failure is None else results[c.name]
+    if target.failure is None:
+        target.failure, target.failure_kind = f"{where}: {GPU_BUSY}", "gpu_busy"
 
 
 def _timed_round(c: Contestant, results: dict[str, ContestantTiming], rig: Rig, rng: random.Random, round_no: int,
@@ -317,7 +320,7 @@ def _timed_round(c: Contestant, results: dict[str, ContestantTiming], rig: Rig, 
         rig.fill()
         queued_ms = rig.drain(DRAIN_LIMIT_S)
         if math.isinf(queued_ms):   # the GPU is ours and the contestant's alone from here
-            _gpu_busy(results, f"before timed round {round_no} of {c.name}")
+            _gpu_busy(results, f"before timed round {round_no} of {c.name}", c)
             return
         order = list(range(rig.sets))
         rng.shuffle(order)
@@ -334,7 +337,7 @@ def _timed_round(c: Contestant, results: dict[str, ContestantTiming], rig: Rig, 
             res.failure, res.failure_kind = f"{out.kind}: {out.message}", out.kind
             return
         if math.isinf(drained_ms):
-            _gpu_busy(results, f"after timed round {round_no} of {c.name}")
+            _gpu_busy(results, f"after timed round {round_no} of {c.name}", c)
             return
         raw = out.data.get("times_ms")
         if not _valid_times(raw, len(order)):

@@ -41,3 +41,48 @@ def test_ceilings_measured_while_another_process_uses_the_gpu_are_not_cached(mea
     assert device.ceilings(INFO, {"fp32"}).fp32_tflops == 50.0   # the next run measures again, and caches
     assert device.ceilings(INFO, {"fp32"}).fp32_tflops == 50.0
     assert calls == ["copy", "float32", "copy", "float32"]
+
+
+# -- the GPU's timing lock: two grades on one machine never time at once -----------------------------------
+HOLD = """
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)
+fcntl.flock(fd, fcntl.LOCK_EX)
+print("held", flush=True)
+time.sleep(float(sys.argv[2]))
+"""
+
+
+def test_gpu_lock_waits_for_another_process_and_says_so(monkeypatch, tmp_path) -> None:
+    import subprocess
+    import sys
+    import time
+    lock = tmp_path / "gpu-0000_00_00.0.lock"
+    monkeypatch.setattr(device, "gpu_lock_path", lambda index=0: lock)
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(lock), "1.5"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        waits: list[str] = []
+        t0 = time.monotonic()
+        with device.gpu_lock(0, waits.append):
+            waited = time.monotonic() - t0
+            assert holder.poll() is not None   # entered only once the holder had let go
+            with device.gpu_lock(0, waits.append):   # re-entrant in one process: no self-deadlock
+                pass
+        assert waits == [str(lock)] and waited >= 1.0
+        with device.gpu_lock(0, waits.append):   # free now: no wait reported
+            pass
+        assert waits == [str(lock)]
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_gpu_lock_without_a_device_runs_unlocked(monkeypatch) -> None:
+    def no_device(index=0):
+        raise RuntimeError("cudaErrorNoDevice")
+    monkeypatch.setattr(device, "gpu_lock_path", no_device)
+    ran = []
+    with device.gpu_lock(0, lambda path: ran.append("waited")):
+        ran.append("body")
+    assert ran == ["body"]

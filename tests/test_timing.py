@@ -288,6 +288,42 @@ def test_a_gpu_still_busy_after_the_reply_fails_the_round() -> None:
     assert s.failure_kind == "gpu_busy" and "left on the GPU" in s.failure and rounds == [1]
 
 
+def bounded_busy(after: int = 0, limit: int = 200) -> Callable[[float], float]:
+    """A drain that finds the GPU busy from its ``after``-th call on (another process's work); it
+    raises past ``limit`` calls, so rounds that would never end fail the test instead of hanging it."""
+    calls = iter(range(10**9))
+
+    def drain(limit_s: float) -> float:
+        k = next(calls)
+        if k > limit:
+            raise AssertionError(f"{limit} drains and the rounds go on: a busy GPU must end them")
+        return math.inf if k >= after else 0.0
+    return drain
+
+
+def test_a_gpu_another_process_keeps_busy_ends_the_benchmark() -> None:
+    """Busy from the first timed round on (two grades timing on one GPU saw each other's probes for
+    ever): the submission fails first, then each trusted contestant the busy GPU meets, and it ends
+    (before, their rounds went on adding no sample for as long as the other grade ran)."""
+    log: list[str] = []
+    sub = Fake("submission", log, lambda r: [0.5, 0.5])
+    ref = Fake("reference", log, lambda r: [1.0, 1.0])
+    base = Fake("baseline", log, lambda r: [0.0, 0.0])
+    (s, r, b), rounds = bench([sub, ref, base], log, STEADY, drain=bounded_busy(after=3))
+    assert s.failure_kind == "gpu_busy" and r.failure_kind == "gpu_busy" and b.failure_kind == "gpu_busy"
+    assert rounds == [1] and sub.rounds + ref.rounds + base.rounds <= 3   # one round at most each
+
+
+def test_without_a_submission_a_busy_gpu_fails_the_contestant() -> None:
+    """`grade calibrate` times the reference alone: a GPU busy for good fails it (refused) instead
+    of rounds that never add a sample."""
+    log: list[str] = []
+    ref = Fake("reference", log, lambda r: [1.0, 1.0])
+    base = Fake("baseline", log, lambda r: [0.0, 0.0])
+    (r, b), rounds = bench([ref, base], log, STEADY, drain=bounded_busy(after=2))
+    assert r.failure_kind == "gpu_busy" and b.failure_kind == "gpu_busy" and rounds == [1]
+
+
 def test_stops_at_max_samples_when_noisy() -> None:
     log: list[str] = []
     sub = Fake("submission", log, lambda r: [1.0 + 8.0 * (r % 2), 1.0])  # round means 5, 1, 5, 1, ...
