@@ -78,7 +78,11 @@ def parse_compiler_log(log: str, file: str, folder: Path | None = None) -> list[
             where = m["file"] or file
             if folder is not None and Path(where).is_absolute() and Path(where).is_relative_to(folder):
                 where = str(Path(where).relative_to(folder))
-            out.append((where, int(m["line"]), m["kind"], m["msg"].strip()))
+            msg = m["msg"].strip()
+            if 'cannot open source file "crt/' in msg:   # see grader.static.crt_include_folder
+                msg += (" (this machine's CUDA headers lack CUDA 13's compiler runtime headers, crt/: install the "
+                        "nvidia-cuda-crt wheel (conda: cuda-crt) beside CuPy, or set CUDA_PATH to a full CUDA toolkit)")
+            out.append((where, int(m["line"]), m["kind"], msg))
     return out
 
 

@@ -287,25 +287,27 @@ def arch_problem(arch: str) -> str | None:
             f"architecture-specific features from sm_90 on, e.g. sm_90a)")
 
 
+CRT_PROBE = Path("crt") / "mma.h"   # CUDA 13's compiler runtime headers; <mma.h> includes it
+
+
 def grading_options(options: tuple[str, ...] | list[str], arch: str) -> list[str]:
     """The NVRTC options grading compiles kernel.cu with for ``arch``: the exercise's ``options``
     (without an -arch of its own) as CuPy's RawModule assembles them (CuPy's and the CUDA
-    toolkit's include folders), the architecture, and what CuPy adds (CUPY_NVRTC_OPTIONS)."""
+    toolkit's include folders), the CUDA headers' ``crt/`` folder where those lack it (see
+    :func:`crt_include_folder`), the architecture, and what CuPy adds (CUPY_NVRTC_OPTIONS)."""
     opts = tuple(o for o in options if not o.startswith(("-arch", "--gpu-architecture")))
     try:
         from cupy._core.core import assemble_cupy_compiler_options
         opts = tuple(assemble_cupy_compiler_options(opts))
     except Exception:  # noqa: BLE001 - another CuPy: the exercise's options alone
         pass
-    return [*opts, f"-arch={arch}", *CUPY_NVRTC_OPTIONS]
+    crt = crt_include_folder(_include_args(opts))
+    return [*opts, *([f"-I{crt}"] if crt else []), f"-arch={arch}", *CUPY_NVRTC_OPTIONS]
 
 
-def include_folders(options: tuple[str, ...] | list[str]) -> tuple[str, ...]:
-    """The folders grading's compile searches for ``#include`` (``-I`` and ``--include-path`` of
-    :func:`grading_options`: CuPy's and the CUDA toolkit's, and any of the exercise's ``options``),
-    resolved. Device code from an absolute path under none of them, nor in the submission, is not
-    the submission's own (``grader.sandbox.kernel_trace.library_code``)."""
-    opts, found = grading_options(options, "sm_90"), []
+def _include_args(opts: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """The folders ``-I`` and ``--include-path`` name in ``opts``, in order, resolved."""
+    found = []
     for i, o in enumerate(opts):
         for flag in ("-I", "--include-path="):
             if o.startswith(flag):
@@ -313,6 +315,36 @@ def include_folders(options: tuple[str, ...] | list[str]) -> tuple[str, ...]:
         if o == "--include-path" and i + 1 < len(opts):
             found.append(opts[i + 1])
     return tuple(dict.fromkeys(str(Path(f).resolve()) for f in found if f))
+
+
+@functools.lru_cache(maxsize=8)
+def crt_include_folder(folders: tuple[str, ...]) -> str | None:
+    """A folder to add after ``folders`` so that ``crt/`` headers resolve, or None when one of
+    ``folders`` has them (or no candidate does). CUDA 13 ships the compiler's runtime headers
+    (``crt/mma.h``, which ``<mma.h>`` includes) as a component of their own (the
+    ``nvidia-cuda-crt`` wheel, conda's ``cuda-crt``); CuPy's pip headers may come without it: on
+    the grading H200, 2026-12-01, ``#include <mma.h>`` failed with "cannot open source file
+    crt/mma.h", which fails every WMMA submission. Candidates, first found wins:
+    ``nvidia/cu13/include`` under every sys.path entry (the wheel installed beside another
+    site-packages), then $CUDA_PATH, $CUDA_HOME, nvcc's toolkit and /usr/local/cuda (their
+    ``include``)."""
+    if any((Path(f) / CRT_PROBE).is_file() for f in folders):
+        return None
+    candidates = [Path(p or ".") / "nvidia" / "cu13" / "include" for p in sys.path]
+    roots = [os.environ.get("CUDA_PATH"), os.environ.get("CUDA_HOME")]
+    nvcc = nvcc_path()
+    roots += [str(Path(nvcc).resolve().parent.parent) if nvcc else None, "/usr/local/cuda"]
+    candidates += [Path(r) / "include" for r in roots if r]
+    found = next((c for c in candidates if (c / CRT_PROBE).is_file()), None)
+    return str(found.resolve()) if found is not None else None
+
+
+def include_folders(options: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """The folders grading's compile searches for ``#include`` (``-I`` and ``--include-path`` of
+    :func:`grading_options`: CuPy's and the CUDA toolkit's, and any of the exercise's ``options``),
+    resolved. Device code from an absolute path under none of them, nor in the submission, is not
+    the submission's own (``grader.sandbox.kernel_trace.library_code``)."""
+    return _include_args(grading_options(options, "sm_90"))
 
 
 def compile_with_nvrtc(source: Path, arch: str, options: tuple[str, ...] = ()) -> tuple[list[str], list[StaticKernel]]:

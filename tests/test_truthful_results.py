@@ -259,6 +259,7 @@ def test_gradescope_scores_zero_for_a_submission_that_cannot_be_graded(runner, t
 # -- a byte that is not UTF-8 ----------------------------------------------------------------------
 @pytest.mark.parametrize("mode", ["compile-only", "grade"])
 def test_a_latin1_byte_is_one_line_naming_file_and_line_and_the_result_is_written(runner, tmp_path, mode):
+    jsonschema = pytest.importorskip("jsonschema")
     sub = tmp_path / "latin1"
     sub.mkdir()
     (sub / "kernel.cu").write_bytes(b'extern "C" __global__ void add(float* c)\n{\n  c[0] = 1.0f; // caf\xe9\n}\n')
@@ -295,6 +296,7 @@ def test_a_hang_while_importing_solution_py_says_so_and_where(runner, tmp_path):
 
 def test_a_batch_result_for_a_grade_that_wrote_nothing_validates(tmp_path):
     """grade batch writes each student's JSON itself when the grade process died before it could."""
+    jsonschema = pytest.importorskip("jsonschema")
     from grader.batch import Job, run_job
     from grader.spec import list_exercises
     ex = next(e for e in list_exercises(COURSE) if e.name == "ex90_add")
@@ -305,3 +307,33 @@ def test_a_batch_result_for_a_grade_that_wrote_nothing_validates(tmp_path):
     assert json.loads((tmp_path / "alice" / "ex90_add.json").read_text()) == data
     from grader.batch import row
     assert row(job, data, False, tmp_path, "json").score is None   # the summary shows no score, not 0
+
+
+# -- CUDA 13's crt/ headers: <mma.h> includes crt/mma.h, which CuPy's pip headers may lack -----------------
+def test_the_crt_headers_are_added_only_where_the_include_folders_lack_them(tmp_path, monkeypatch):
+    import sys
+    have, lack, toolkit = tmp_path / "have", tmp_path / "lack", tmp_path / "toolkit"
+    for folder in (have / "crt", lack, toolkit / "include" / "crt"):
+        folder.mkdir(parents=True)
+    (have / "crt" / "mma.h").write_text("")
+    (toolkit / "include" / "crt" / "mma.h").write_text("")
+    monkeypatch.setattr(sys, "path", [str(tmp_path / "site")])   # no nvidia wheels
+    monkeypatch.setattr(static, "nvcc_path", lambda: None)
+    monkeypatch.setenv("CUDA_PATH", str(toolkit))
+    static.crt_include_folder.cache_clear()
+    try:
+        assert static.crt_include_folder((str(have),)) is None
+        assert static.crt_include_folder((str(lack),)) == str((toolkit / "include").resolve())
+        monkeypatch.setenv("CUDA_PATH", str(lack))
+        static.crt_include_folder.cache_clear()
+        assert static.crt_include_folder((str(lack),)) in (None, str(Path("/usr/local/cuda/include").resolve()))
+    finally:
+        static.crt_include_folder.cache_clear()
+
+
+def test_a_missing_crt_header_names_the_fix():
+    from grader.kernel import CompileError, parse_compiler_log
+    log = '/site/nvidia/cu13/include/mma.h(55): catastrophic error: cannot open source file "crt/mma.h"\n'
+    diags = parse_compiler_log(log, "kernel.cu")
+    assert diags and "nvidia-cuda-crt" in diags[0][3] and "CUDA_PATH" in diags[0][3]
+    assert "nvidia-cuda-crt" in str(CompileError("kernel.cu", diags, log))
