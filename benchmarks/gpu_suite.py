@@ -23,11 +23,13 @@ order (logs in OUT/logs/<phase>[-<n>].txt):
    the calibration basis and on the roofline basis, the naive fixture, the side-stream cheats).
 7. serial, alone: any other GPU test (a new test lands here until it is classified).
 
-The whole suite takes about 23 minutes of one H200 (2026-12-01): more than one device call, so
-run it in two or three calls, e.g.
+The whole suite takes about 23 minutes of one H200, more than one device call (measured
+2026-12-01, benchmarks/RESULTS.md "eighth session": gate 52 s, shared x4 197 s, timed 67 s,
+full_marks 198 s, bundle 248 s for its 15 calibration-basis tests, ladder over 100 s). Run it in
+two or three calls, e.g.
 
     python3 benchmarks/gpu_suite.py --list                                  # the plan, no GPU needed
-    python3 benchmarks/gpu_suite.py --phases gate,shared,timed,full_marks --limit-s 580   # call 1, ~540 s
+    python3 benchmarks/gpu_suite.py --phases gate,shared,timed,full_marks --limit-s 580   # call 1, ~520 s
     python3 benchmarks/gpu_suite.py --phases ladder,serial                  # call 2, ~300 s
     python3 benchmarks/gpu_suite.py --phases bundle                         # call 3, ~500 s
     python3 benchmarks/gpu_suite.py --phases shared -k sanitize             # a subset: pytest -k
