@@ -117,21 +117,44 @@ def static_check(spec: Spec, submission: Path) -> tuple[str, str] | None:
     return None
 
 
-# Distinct non-trivial lines (grader.leaks.normal) one CUDA file of a submission may share with the
-# headers [features] forbidden_headers names before it counts as a copy of them: the references
-# share at most 3 (`__syncthreads();`, `template <class T>`, ...; measured 2026-12-01 on the CPU
-# machine against CUB, Thrust and CG's reduce/scan headers of CuPy 14.2 and CUDA 13.0).
-LIBRARY_COPY_LINES = 40
+# A copy of a forbidden library is found by its token sequences ("shingles", Broder 1997: every run
+# of SHINGLE_TOKENS consecutive C tokens of the comment-free text), of which only those whose hash
+# is 0 mod FINGERPRINT_MOD are kept ("mod p" sampling, same paper): comments, whitespace, line
+# breaks, file names and file boundaries change none of them, and the library's set stays small
+# (about 100k fingerprints for CUB, Thrust and CG's reduce/scan headers). Measured 2026-12-01 on
+# the CPU machine (CuPy 14.2's and CUDA 13.0's include folders): every reference folder shares 0-8
+# fingerprints with those headers (ex12's 8), every template and cheat of tests/cheats at most 8;
+# one CUB algorithm file has 160-550 (block_reduce_raking.cuh 162, agent_scan.cuh 331), CG's
+# details/reduce.h 604; a verbatim CUB/Thrust copy about 85000. A run of T copied tokens gives
+# about (T - 11) / 4, so LIBRARY_COPY_FINGERPRINTS is about 170 tokens (20-30 lines) of the library.
+SHINGLE_TOKENS = 12
+FINGERPRINT_MOD = 4
+LIBRARY_COPY_FINGERPRINTS = 40
+SUBMISSION_READ_LIMIT_BYTES = 256 << 20   # what copied_library_code reads of a submission folder
+_C_TOKEN = re.compile(r"[A-Za-z_]\w*|\d[\w.]*|\S")
+
+
+def fingerprints(text: str) -> dict[int, tuple[str, ...]]:
+    """The sampled shingles of CUDA/C++ ``text`` (see SHINGLE_TOKENS): hash -> its tokens, after
+    comments are blanked (:func:`strip_comments`). Hashes are Python's, so compare only within
+    one process."""
+    tokens = _C_TOKEN.findall(strip_comments(text, "x.cu"))
+    out: dict[int, tuple[str, ...]] = {}
+    for i in range(len(tokens) - SHINGLE_TOKENS + 1):
+        run = tuple(tokens[i:i + SHINGLE_TOKENS])
+        h = hash(run)
+        if h % FINGERPRINT_MOD == 0:
+            out[h] = run
+    return out
 
 
 @functools.lru_cache(maxsize=4)
-def library_lines(entries: tuple[str, ...], roots: tuple[str, ...]) -> frozenset[str]:
-    """The distinct non-trivial lines (:func:`grader.leaks.normal`) of the header files under the
-    include folders ``roots`` that the ``forbidden_headers`` ``entries`` name: every file under a
-    folder entry ("cub/"), the file a file entry names ("cooperative_groups/reduce.h"). About 1.5 s
-    (1808 files, 54k distinct lines) for the default entries under CuPy 14.2's and CUDA 13.0's
-    include folders, once per process (CPU machine, 2026-12-01)."""
-    from grader.leaks import normal
+def library_fingerprints(entries: tuple[str, ...], roots: tuple[str, ...]) -> frozenset[int]:
+    """The fingerprints (:func:`fingerprints`) of the header files under the include folders
+    ``roots`` that the ``forbidden_headers`` ``entries`` name: every file under a folder entry
+    ("cub/"), the file a file entry names ("cooperative_groups/reduce.h"). About 1.4 s (1808
+    files, 1.3 million tokens) for the default entries under CuPy 14.2's and CUDA 13.0's include
+    folders, once per process (CPU machine, 2026-12-01)."""
     found: set[Path] = set()
     for root in roots:
         for folder, _, names in os.walk(root):
@@ -140,34 +163,67 @@ def library_lines(entries: tuple[str, ...], roots: tuple[str, ...]) -> frozenset
                 rel = "/" + path.relative_to(root).as_posix()
                 if any(f"/{e}" in rel if e.endswith("/") else rel.endswith(f"/{e}") for e in entries):
                     found.add(path.resolve())
-    lines: set[str] = set()
+    prints: set[int] = set()
     for path in found:
         try:
-            lines.update(s for s in map(normal, path.read_text(errors="replace").splitlines()) if s)
+            prints.update(fingerprints(path.read_text(errors="replace")))
         except OSError:
             continue
-    return frozenset(lines)
+    return frozenset(prints)
+
+
+def _every_text_file(submission: Path) -> tuple[list[tuple[Path, str]], str | None]:
+    """Every regular file under ``submission`` that could be text an ``#include`` reads: any name
+    or suffix, hidden folders too (NVRTC includes ``.cccl/x.inl`` as readily as ``kernel.cu``);
+    files with a NUL byte in their first 8 KiB are skipped. Returns (files and their text, None), or a
+    problem line when the folder holds more than SUBMISSION_READ_LIMIT_BYTES."""
+    out, total = [], 0
+    for folder, _, names in os.walk(submission):
+        for name in sorted(names):
+            path = Path(folder) / name
+            try:   # regular files only (a link to /dev/zero or a FIFO would never end), size first
+                if not path.is_file():
+                    continue
+                total += path.stat().st_size
+                data = path.read_bytes() if total <= SUBMISSION_READ_LIMIT_BYTES else b""
+            except OSError:
+                continue
+            if total > SUBMISSION_READ_LIMIT_BYTES:
+                return out, (f"{submission}: the submission folder holds more than {SUBMISSION_READ_LIMIT_BYTES >> 20} "
+                             f"MiB of files; fix: submit kernel.cu, solution.py and the files they use")
+            if b"\0" not in data[:8192]:
+                out.append((path, data.decode("utf-8", errors="replace")))
+    return out, None
 
 
 def copied_library_code(spec: Spec, submission: Path) -> str | None:
-    """One line naming a CUDA file of the submission that shares at least LIBRARY_COPY_LINES
-    distinct non-trivial lines with the headers ``[features] forbidden_headers`` names: a copy of
-    such a library in the submission's folder (whatever its files are called), or pasted into
-    kernel.cu, is the library's work, though its ``.loc`` lines name the submission's files. None
-    when no file does, or the spec forbids no header."""
+    """One line when the files under the submission's folder (any name, hidden folders too, taken
+    together) share at least LIBRARY_COPY_FINGERPRINTS fingerprints with the headers
+    ``[features] forbidden_headers`` names: a copy of such a library in the submission's folder,
+    or pasted into kernel.cu, is the library's work, though its ``.loc`` lines name the
+    submission's files. Reformatting, comments, renamed files and splitting into many small files
+    do not hide a copy; renaming its identifiers throughout does (tests/known_gaps/README.md). None
+    when nothing is shared that much, or the spec forbids no header."""
     if not spec.forbidden_headers:
         return None
-    from grader.leaks import normal
-    lines = library_lines(tuple(spec.forbidden_headers), include_folders(spec.compile_options))
-    for f in source_files(submission):
-        if f.suffix not in CUDA_SOURCE_SUFFIXES:
-            continue
-        shared = {s for s in map(normal, f.read_text(errors="replace").splitlines()) if s and s in lines}
-        if len(shared) >= LIBRARY_COPY_LINES:
-            return (f"{f.relative_to(submission)}: shares {len(shared)} lines with the headers of a library this "
-                    f"exercise forbids ([features] forbidden_headers), e.g. {sorted(shared, key=len)[-1]!r}: a copy "
-                    f"of the library is the library's work; fix: write that part yourself")
-    return None
+    library = library_fingerprints(tuple(spec.forbidden_headers), include_folders(spec.compile_options))
+    files, too_big = _every_text_file(submission)
+    if too_big:
+        return too_big
+    shared: dict[int, tuple[str, ...]] = {}
+    per_file: dict[Path, int] = {}
+    for path, text in files:
+        mine = {h: run for h, run in fingerprints(text).items() if h in library}
+        per_file[path] = len(mine)
+        shared.update(mine)
+    if len(shared) < LIBRARY_COPY_FINGERPRINTS:
+        return None
+    worst = max(per_file, key=per_file.__getitem__)
+    example = " ".join(max(shared.values(), key=lambda run: sum(map(len, run))))
+    return (f"{worst.relative_to(submission)}: shares {per_file[worst]} token sequences ({len(shared)} in the "
+            f"submission's files together) with the headers of a library this exercise forbids ([features] "
+            f"forbidden_headers), e.g. '{example}': a copy of the library is the library's work; fix: write that "
+            f"part yourself")
 
 
 def source_files(submission: Path) -> list[Path]:

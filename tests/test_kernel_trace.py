@@ -854,26 +854,70 @@ def test_an_error_in_an_included_header_names_the_header(tmp_path):
     assert compile_with_nvrtc(source, "sm_90", ("-std=c++17",))[0] == expected
 
 
-def test_a_copy_of_a_forbidden_library_in_the_submission_is_refused(tmp_path):
-    """Red-team idea (seventh session): forbidden_headers reads the PTX's .loc files, and files under
-    the submission's folder are its own whatever they are called, so CG's or CUB's source copied
-    into the submission (or pasted into kernel.cu) would pass; its lines give it away."""
+def _copy_case(tmp_path):
+    """(spec, a copy of the ex04 reference, the text of CG's details/reduce.h) or a skip."""
     from grader.spec import load_spec
-    from grader.static import LIBRARY_COPY_LINES, copied_library_code, include_folders, static_check
+    from grader.static import include_folders
     roots = include_folders(("-std=c++17",))
     source = next((Path(r) / "cooperative_groups" / "details" / "reduce.h" for r in roots
                    if (Path(r) / "cooperative_groups" / "details" / "reduce.h").is_file()), None)
     if source is None:
         pytest.skip("no CUDA toolkit headers with cooperative_groups here")
     root = ROOT_CHEATS.parents[1]
-    spec = load_spec(root / "exercises" / "ex04_reduction" / "spec.toml")
     sub = tmp_path / "sub"
     shutil.copytree(root / "solutions" / "ex04_reduction", sub)
+    return load_spec(root / "exercises" / "ex04_reduction" / "spec.toml"), sub, source.read_text()
+
+
+def test_a_copy_of_a_forbidden_library_in_the_submission_is_refused(tmp_path):
+    """Red-team idea (seventh session): forbidden_headers reads the PTX's .loc files, and files under
+    the submission's folder are its own whatever they are called, so CG's or CUB's source copied
+    into the submission (or pasted into kernel.cu) would pass; its token sequences give it away."""
+    from grader.static import LIBRARY_COPY_FINGERPRINTS, copied_library_code, static_check
+    spec, sub, text = _copy_case(tmp_path)
     assert copied_library_code(spec, sub) is None and static_check(spec, sub) is None   # the reference is its own
     (sub / "mylib").mkdir()
-    (sub / "mylib" / "tree.cuh").write_text(source.read_text())   # renamed, in a folder of its own
+    (sub / "mylib" / "tree.cuh").write_text(text)   # renamed, in a folder of its own
     kind, message = static_check(spec, sub)
     assert kind == "forbidden" and message.startswith("mylib/tree.cuh: shares ") and "forbidden_headers" in message
-    assert int(message.split("shares ")[1].split()[0]) >= LIBRARY_COPY_LINES
+    assert int(message.split("shares ")[1].split()[0]) >= LIBRARY_COPY_FINGERPRINTS
     from dataclasses import replace
     assert copied_library_code(replace(spec, forbidden_headers=()), sub) is None   # a spec that forbids no header
+
+
+@pytest.mark.parametrize("disguise", ["hidden_folder", "other_suffix", "comment_before_every_line", "small_files",
+                                      "reformatted"])
+def test_a_disguised_copy_of_a_forbidden_library_is_refused(tmp_path, disguise):
+    """Red-team pass 8 (2026-12-01): a verbatim CUB/Thrust copy passed the line check in a hidden
+    folder (.cccl/), with .inl names, or with /**/ before every line; files under 40 shared lines
+    each would have passed too. The check now reads every file of the folder, together, by token
+    sequences of the comment-free text."""
+    from grader.static import copied_library_code
+    spec, sub, text = _copy_case(tmp_path)
+    lines = text.splitlines()
+    if disguise == "hidden_folder":
+        (sub / ".cccl").mkdir()
+        (sub / ".cccl" / "reduce.cuh").write_text(text)
+    elif disguise == "other_suffix":
+        (sub / "tree.inl").write_text(text)
+    elif disguise == "comment_before_every_line":
+        (sub / "tree.cuh").write_text("\n".join(f"/* ~ */ {ln}" for ln in lines))
+    elif disguise == "small_files":
+        for k in range(0, len(lines), 15):
+            (sub / f"part{k:04d}.cuh").write_text("\n".join(lines[k:k + 15]))
+    else:   # one token per line, no indentation
+        import re
+        (sub / "tree.cuh").write_text("\n".join(re.findall(r"[A-Za-z_]\w*|\d[\w.]*|\S", text)))
+    message = copied_library_code(spec, sub)
+    assert message is not None and "forbidden_headers" in message, disguise
+
+
+def test_the_copy_check_reads_only_regular_files_and_bounds_what_it_reads(tmp_path, monkeypatch):
+    from grader import static
+    spec, sub, _ = _copy_case(tmp_path)
+    (sub / "zeros").symlink_to("/dev/zero")   # read as a file, it would never end
+    assert static.copied_library_code(spec, sub) is None
+    monkeypatch.setattr(static, "SUBMISSION_READ_LIMIT_BYTES", 4096)
+    (sub / "padding.txt").write_text("x" * 8192)
+    message = static.copied_library_code(spec, sub)
+    assert message is not None and "holds more than" in message and "fix:" in message
