@@ -95,12 +95,19 @@ def strip_comments(ptx: str) -> str:
     return _COMMENT_OR_STRING.sub(blank, ptx)
 
 
+def code_text(ptx: str) -> str:
+    """``ptx`` without comments or the contents of its string literals (``.file`` paths, inline
+    asm's strings): the text to search for instructions, which a file named ``mma.sync.cuh`` or a
+    ``.pragma "mma.sync"`` must not satisfy."""
+    return _STRING.sub('""', strip_comments(ptx))
+
+
 def parse(ptx: str) -> Module:
     """The :class:`Module` of a PTX text. A function declared before it is defined is one
     function (the declaration adds nothing)."""
     allowed = _COMPILER_STRINGS.sub("", ptx)
     odd = next((line.strip() for line in allowed.splitlines() if '"' in line), "")
-    text = _STRING.sub('""', strip_comments(ptx))   # code without comments or string contents
+    text = code_text(ptx)
     starts = list(_FUNCTION.finditer(text))
     functions: dict[str, Function] = {}
     for m, end in zip(starts, [s.start() for s in starts[1:]] + [len(text)]):

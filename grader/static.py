@@ -286,10 +286,11 @@ def _strip_python_prose(text: str) -> str:
 
 def missing_ptx(spec: Spec, ptx: str, what: str = "kernel.cu: its compiled PTX") -> list[str]:
     """One line per ``[features] required_ptx`` pattern that ``ptx`` (``what``, for the message)
-    does not match once its comments are removed (``grader.ptx.strip_comments``: inline asm can
-    put any text in a comment); [] when it matches them all."""
-    from grader.ptx import strip_comments as without_comments
-    code = without_comments(ptx)
+    does not match once its comments and the contents of its strings are removed
+    (``grader.ptx.code_text``: inline asm can put any text in a comment or a string, and a
+    ``.file`` line names any file, ``mma.sync.cuh`` say); [] when it matches them all."""
+    from grader.ptx import code_text
+    code = code_text(ptx)
     return [f"{what} has no instruction matching '{p}', which this exercise requires ([features] required_ptx)"
             for p in spec.required_ptx if not re.search(p, code)]
 
@@ -386,7 +387,9 @@ def crt_include_folder(folders: tuple[str, ...]) -> str | None:
     ``include``)."""
     if any((Path(f) / CRT_PROBE).is_file() for f in folders):
         return None
-    candidates = [Path(p or ".") / "nvidia" / "cu13" / "include" for p in sys.path]
+    # absolute sys.path entries only: "" or a relative one is the working folder, which may be a
+    # student's (python -m, PYTHONPATH=":..."), and differs between the parent and its workers
+    candidates = [Path(p) / "nvidia" / "cu13" / "include" for p in sys.path if p and os.path.isabs(p)]
     roots = [os.environ.get("CUDA_PATH"), os.environ.get("CUDA_HOME")]
     nvcc = nvcc_path()
     roots += [str(Path(nvcc).resolve().parent.parent) if nvcc else None, "/usr/local/cuda"]

@@ -87,6 +87,11 @@ def test_required_ptx_counts_the_code_that_runs_without_comments():
         "the PTX of mine has no instruction matching 'mma\\.sync', which this exercise requires ([features] "
         "required_ptx)"]
     assert missing_ptx(spec, "// mma.sync\n/* mma.sync */ ret;") != []
+    # red-team pass 8: a header named mma.sync.cuh put the pattern into a .file line of the PTX that
+    # --compile-only and an untraced grade read whole; nor may an inline-asm string hold it
+    named = '.file 1 "/sub/mma.sync.cuh"\n.visible .entry k()\n{\n\tret;\n}\n'
+    assert missing_ptx(spec, named) != [] and missing_ptx(spec, named.replace("ret;", 'ret; .pragma "mma.sync";')) != []
+    assert missing_ptx(spec, named.replace("ret;", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {};")) == []
 
 
 def test_a_file_is_under_a_folder_only_by_its_absolute_path():

@@ -327,6 +327,14 @@ def test_the_crt_headers_are_added_only_where_the_include_folders_lack_them(tmp_
         monkeypatch.setenv("CUDA_PATH", str(lack))
         static.crt_include_folder.cache_clear()
         assert static.crt_include_folder((str(lack),)) in (None, str(Path("/usr/local/cuda/include").resolve()))
+        # the working folder (a "" or relative sys.path entry) is never a candidate: a student's folder
+        work = tmp_path / "work"
+        (work / "nvidia" / "cu13" / "include" / "crt").mkdir(parents=True)
+        (work / "nvidia" / "cu13" / "include" / "crt" / "mma.h").write_text("")
+        monkeypatch.chdir(work)
+        monkeypatch.setattr(sys, "path", ["", "."])
+        static.crt_include_folder.cache_clear()
+        assert static.crt_include_folder((str(lack),)) in (None, str(Path("/usr/local/cuda/include").resolve()))
     finally:
         static.crt_include_folder.cache_clear()
 
