@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -119,14 +120,15 @@ def static_check(spec: Spec, submission: Path) -> tuple[str, str] | None:
 
 # A copy of a forbidden library is found by its token sequences ("shingles", Broder 1997: every run
 # of SHINGLE_TOKENS consecutive C tokens of the comment-free text), of which only those whose hash
-# is 0 mod FINGERPRINT_MOD are kept ("mod p" sampling, same paper): comments, whitespace, line
-# breaks, file names and file boundaries change none of them, and the library's set stays small
-# (about 100k fingerprints for CUB, Thrust and CG's reduce/scan headers). Measured 2026-12-01 on
-# the CPU machine (CuPy 14.2's and CUDA 13.0's include folders): every reference folder shares 0-8
-# fingerprints with those headers (ex12's 8), every template and cheat of tests/cheats at most 8;
-# one CUB algorithm file has 160-550 (block_reduce_raking.cuh 162, agent_scan.cuh 331), CG's
-# details/reduce.h 604; a verbatim CUB/Thrust copy about 85000. A run of T copied tokens gives
-# about (T - 11) / 4, so LIBRARY_COPY_FINGERPRINTS is about 170 tokens (20-30 lines) of the library.
+# (CRC-32) is 0 mod FINGERPRINT_MOD are kept ("mod p" sampling, same paper): comments, whitespace,
+# line breaks, file names and file boundaries change none of them, and the library's set stays
+# small (about 100k fingerprints for CUB, Thrust and CG's reduce/scan headers). Measured 2026-12-01
+# on the CPU machine (CuPy 14.2's and CUDA 13.0's include folders): the reference folders share
+# 0-6 fingerprints with those headers (ex12's 6), templates, fixtures and the 123 folders of
+# tests/cheats and tests/known_gaps at most 6; one CUB algorithm file has 179-560
+# (block_reduce_raking.cuh 179, agent_scan.cuh 359), CG's details/reduce.h 671; a verbatim
+# CUB/Thrust copy about 85000-88000. A run of T copied tokens gives about (T - 11) / 4, so
+# LIBRARY_COPY_FINGERPRINTS is about 170 tokens (20-30 lines) of the library.
 SHINGLE_TOKENS = 12
 FINGERPRINT_MOD = 4
 LIBRARY_COPY_FINGERPRINTS = 40
@@ -134,17 +136,63 @@ SUBMISSION_READ_LIMIT_BYTES = 256 << 20   # what copied_library_code reads of a 
 _C_TOKEN = re.compile(r"[A-Za-z_]\w*|\d[\w.]*|\S")
 
 
-def fingerprints(text: str) -> dict[int, tuple[str, ...]]:
+def defined_macros(text: str) -> dict[str, tuple[bool, tuple[str, ...]]]:
+    """The macros ``#define`` lines of comment-free ``text`` define: name -> (function-like, the
+    body's tokens). One line per definition (a continued line keeps its first line's tokens)."""
+    out: dict[str, tuple[bool, tuple[str, ...]]] = {}
+    for line in re.findall(r"^[ \t]*#[ \t]*define[ \t]+[^\n]*$", text, flags=re.M):
+        m = re.match(r"\s*#\s*define\s+([A-Za-z_]\w*)(\([^)]*\))?(.*)$", line)
+        if m:
+            out[m.group(1)] = (m.group(2) is not None, tuple(_C_TOKEN.findall(m.group(3).rstrip("\\"))))
+    return out
+
+
+def _expand(tokens: list[str], macros: dict[str, tuple[bool, tuple[str, ...]]], rounds: int = 3) -> list[str]:
+    """``tokens`` with object-like ``macros`` replaced by their bodies and calls of function-like
+    macros with an empty body removed (``rounds`` times, for macros of macros): what a copy that
+    hides behind macros of its own (an empty ``#define E`` between every two tokens, say) reads
+    like after the preprocessor. Function-like macros with a body stay as they are."""
+    for _ in range(rounds):
+        out, i, changed = [], 0, False
+        while i < len(tokens):
+            t = tokens[i]
+            macro = macros.get(t)
+            if macro is None or (macro[0] and macro[1]) or (macro[0] and tokens[i + 1:i + 2] != ["("]):
+                out.append(t)
+                i += 1
+                continue
+            changed = True
+            if not macro[0]:
+                out.extend(macro[1])
+                i += 1
+                continue
+            depth, j = 0, i + 1   # an empty function-like macro: skip NAME( ... )
+            while j < len(tokens):
+                depth += {"(": 1, ")": -1}.get(tokens[j], 0)
+                if depth == 0:
+                    break
+                j += 1
+            i = j + 1
+        tokens = out
+        if not changed:
+            break
+    return tokens
+
+
+def fingerprints(text: str, macros: dict[str, tuple[bool, tuple[str, ...]]] | None = None) -> dict[int, tuple[str, ...]]:
     """The sampled shingles of CUDA/C++ ``text`` (see SHINGLE_TOKENS): hash -> its tokens, after
-    comments are blanked (:func:`strip_comments`). Hashes are Python's, so compare only within
-    one process."""
+    comments are blanked (:func:`strip_comments`); with ``macros`` (:func:`defined_macros`),
+    those of the text with them expanded as well (:func:`_expand`). The hash is CRC-32 of the
+    tokens, so a submission's count, and its verdict, is the same in every run."""
     tokens = _C_TOKEN.findall(strip_comments(text, "x.cu"))
+    streams = [tokens] + ([_expand(tokens, macros)] if macros else [])
     out: dict[int, tuple[str, ...]] = {}
-    for i in range(len(tokens) - SHINGLE_TOKENS + 1):
-        run = tuple(tokens[i:i + SHINGLE_TOKENS])
-        h = hash(run)
-        if h % FINGERPRINT_MOD == 0:
-            out[h] = run
+    for stream in streams:
+        for i in range(len(stream) - SHINGLE_TOKENS + 1):
+            run = tuple(stream[i:i + SHINGLE_TOKENS])
+            h = zlib.crc32("\x1f".join(run).encode())   # not hash(): the same sample in every process
+            if h % FINGERPRINT_MOD == 0:
+                out[h] = run
     return out
 
 
@@ -152,7 +200,7 @@ def fingerprints(text: str) -> dict[int, tuple[str, ...]]:
 def library_fingerprints(entries: tuple[str, ...], roots: tuple[str, ...]) -> frozenset[int]:
     """The fingerprints (:func:`fingerprints`) of the header files under the include folders
     ``roots`` that the ``forbidden_headers`` ``entries`` name: every file under a folder entry
-    ("cub/"), the file a file entry names ("cooperative_groups/reduce.h"). About 1.4 s (1808
+    ("cub/"), the file a file entry names ("cooperative_groups/reduce.h"). About 2 s (1808
     files, 1.3 million tokens) for the default entries under CuPy 14.2's and CUDA 13.0's include
     folders, once per process (CPU machine, 2026-12-01)."""
     found: set[Path] = set()
@@ -201,8 +249,9 @@ def copied_library_code(spec: Spec, submission: Path) -> str | None:
     together) share at least LIBRARY_COPY_FINGERPRINTS fingerprints with the headers
     ``[features] forbidden_headers`` names: a copy of such a library in the submission's folder,
     or pasted into kernel.cu, is the library's work, though its ``.loc`` lines name the
-    submission's files. Reformatting, comments, renamed files and splitting into many small files
-    do not hide a copy; renaming its identifiers throughout does (tests/known_gaps/README.md). None
+    submission's files. Reformatting, comments, renamed files, splitting into many small files and
+    macros of its own between the tokens do not hide a copy; renaming its identifiers throughout
+    does (tests/known_gaps/README.md). None
     when nothing is shared that much, or the spec forbids no header."""
     if not spec.forbidden_headers:
         return None
@@ -212,8 +261,11 @@ def copied_library_code(spec: Spec, submission: Path) -> str | None:
         return too_big
     shared: dict[int, tuple[str, ...]] = {}
     per_file: dict[Path, int] = {}
+    macros: dict[str, tuple[bool, tuple[str, ...]]] = {}
+    for _, text in files:   # the submission's own macros, from every file (a copy may define them anywhere)
+        macros.update(defined_macros(strip_comments(text, "x.cu")))
     for path, text in files:
-        mine = {h: run for h, run in fingerprints(text).items() if h in library}
+        mine = {h: run for h, run in fingerprints(text, macros).items() if h in library}
         per_file[path] = len(mine)
         shared.update(mine)
     if len(shared) < LIBRARY_COPY_FINGERPRINTS:

@@ -886,7 +886,7 @@ def test_a_copy_of_a_forbidden_library_in_the_submission_is_refused(tmp_path):
 
 
 @pytest.mark.parametrize("disguise", ["hidden_folder", "other_suffix", "comment_before_every_line", "small_files",
-                                      "reformatted"])
+                                      "reformatted", "empty_macros_between_tokens"])
 def test_a_disguised_copy_of_a_forbidden_library_is_refused(tmp_path, disguise):
     """Red-team pass 8 (2026-12-01): a verbatim CUB/Thrust copy passed the line check in a hidden
     folder (.cccl/), with .inl names, or with /**/ before every line; files under 40 shared lines
@@ -905,9 +905,14 @@ def test_a_disguised_copy_of_a_forbidden_library_is_refused(tmp_path, disguise):
     elif disguise == "small_files":
         for k in range(0, len(lines), 15):
             (sub / f"part{k:04d}.cuh").write_text("\n".join(lines[k:k + 15]))
-    else:   # one token per line, no indentation
+    elif disguise == "reformatted":   # one token per line, no indentation
         import re
         (sub / "tree.cuh").write_text("\n".join(re.findall(r"[A-Za-z_]\w*|\d[\w.]*|\S", text)))
+    else:   # macros of its own, defined in another file, that expand to nothing, between the tokens
+        from grader.static import strip_comments
+        (sub / "defs.cuh").write_text("#define _e\n#define _f()\n")
+        body = [ln for ln in strip_comments(text, "x.h").splitlines() if not ln.lstrip().startswith("#")]
+        (sub / "tree.cuh").write_text("\n".join(" _e ".join(ln.split()) + " _f()" for ln in body))
     message = copied_library_code(spec, sub)
     assert message is not None and "forbidden_headers" in message, disguise
 
