@@ -622,8 +622,8 @@ def grade(spec: Spec, submission: Path, options: GradeOptions, backend: Backend,
                 flags.append(f"{b.name}: GPU clock {b.clock.sm_mhz}/{b.clock.max_sm_mhz} MHz while timed kernels ran"
                              + (f", throttled ({', '.join(b.clock.throttle)})" if b.clock.throttle else "")
                              + "; timings may be low")
-            # a reference left without samples (or left on a busy GPU) once the submission's timing had
-            # failed is not a reference failure: run_benchmark stops at the submission's failure
+            # a reference left without samples, or failed by a busy GPU, once the submission's timing
+            # had failed is not a reference failure (timing._gpu_busy fails the trusted ones then)
             if b.reference is not None and b.reference.failure and not (
                     b.submission.failure and b.reference.failure_kind in (None, "gpu_busy")):
                 raise RuntimeError(f"the reference solution failed while timing {b.name}: {b.reference.failure}")

@@ -223,8 +223,8 @@ def library_fingerprints(entries: tuple[str, ...], roots: tuple[str, ...]) -> fr
 def _every_text_file(submission: Path) -> tuple[list[tuple[Path, str]], str | None]:
     """Every regular file under ``submission`` that could be text an ``#include`` reads: any name
     or suffix, hidden folders too (NVRTC includes ``.cccl/x.inl`` as readily as ``kernel.cu``);
-    files with a NUL byte in their first 8 KiB are skipped. Returns (files and their text, None), or a
-    problem line when the folder holds more than SUBMISSION_READ_LIMIT_BYTES."""
+    files with a NUL byte in their first 8 KiB are skipped. Returns (files and their text, None),
+    or a problem line when the folder holds more than SUBMISSION_READ_LIMIT_BYTES."""
     out, total = [], 0
     for folder, _, names in os.walk(submission):
         for name in sorted(names):
@@ -251,8 +251,8 @@ def copied_library_code(spec: Spec, submission: Path) -> str | None:
     or pasted into kernel.cu, is the library's work, though its ``.loc`` lines name the
     submission's files. Reformatting, comments, renamed files, splitting into many small files and
     macros of its own between the tokens do not hide a copy; renaming its identifiers throughout
-    does (tests/known_gaps/README.md). None
-    when nothing is shared that much, or the spec forbids no header."""
+    does (tests/known_gaps/README.md). None when nothing is shared that much, or the spec forbids
+    no header."""
     if not spec.forbidden_headers:
         return None
     library = library_fingerprints(tuple(spec.forbidden_headers), include_folders(spec.compile_options))
