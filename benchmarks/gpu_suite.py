@@ -144,6 +144,17 @@ def outcome(log: Path) -> tuple[list[str], list[str], str]:
     return passed, failed, last.strip("= ")
 
 
+def unfinished(group: list[str], log: Path) -> list[str]:
+    """One line naming the first test of ``group`` with no outcome in ``log`` (pytest -v: the one
+    running when the limit stopped pytest, so a hang shows here) and how many more had none; []
+    when every test has an outcome."""
+    done = set(re.findall(r"^(tests/\S+) (?:PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)", log.read_text(errors="replace"),
+                          flags=re.M)) if log.is_file() else set()
+    rest = [n for n in group if n not in done]
+    return [f"not finished: {rest[0]} (running when the limit stopped it; {len(rest) - 1} more not started)"] \
+        if rest else []
+
+
 def measure_ceilings() -> str:
     """Measure (or read from the cache) every ceiling kind, alone on the GPU; one line."""
     code = ("from grader import device as d; i = d.detect(); "
@@ -186,15 +197,6 @@ def main() -> int:
         return args.limit_s - (time.monotonic() - start)
 
     rows: list[tuple[str, int, int, list[str], float, str]] = []   # phase, selected, passed, failed, wall s, pytest
-
-    def unfinished(group: list[str], log: Path) -> list[str]:
-        """The first test of ``group`` with no outcome in ``log`` (pytest -v: the one running when
-        the limit stopped pytest, so a hang shows here), and how many more had none."""
-        done = set(re.findall(r"^(tests/\S+) (?:PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)", log.read_text(errors="replace"),
-                              flags=re.M)) if log.is_file() else set()
-        rest = [n for n in group if n not in done]
-        return [f"not finished: {rest[0]} (running when the limit stopped it; {len(rest) - 1} more not started)"] \
-            if rest else []
 
     def alone(name: str, selected: list[str]) -> None:
         t0 = time.monotonic()

@@ -54,3 +54,15 @@ def test_a_keyword_narrows_the_collection(suite) -> None:
     nodes = suite.collect("hang_is_killed")
     assert nodes == ["tests/test_gpu.py::test_hang_is_killed_and_named"]
     assert suite.plan(nodes)["shared"] == nodes
+
+
+def test_a_test_cut_off_by_the_limit_is_named(suite, tmp_path) -> None:
+    """A hang in a phase showed as "failed 0" before (the eighth session's shared phase sat 400 s)."""
+    group = ["tests/a.py::test_one", "tests/a.py::test_two[x]", "tests/b.py::test_three"]
+    log = tmp_path / "shared-0.txt"
+    log.write_text("tests/a.py::test_one PASSED        [ 33%]\ntests/a.py::test_two[x] \n!!! KeyboardInterrupt !!!\n")
+    assert suite.unfinished(group, log) == [
+        "not finished: tests/a.py::test_two[x] (running when the limit stopped it; 1 more not started)"]
+    log.write_text("".join(f"{n} {o}  [ 50%]\n" for n, o in zip(group, ("PASSED", "FAILED", "SKIPPED"))))
+    assert suite.unfinished(group, log) == []
+    assert suite.unfinished(group, tmp_path / "missing.txt")[0].startswith("not finished: tests/a.py::test_one")
