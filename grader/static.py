@@ -397,6 +397,7 @@ def arch_problem(arch: str) -> str | None:
 
 
 CRT_PROBE = Path("crt") / "mma.h"   # CUDA 13's compiler runtime headers; <mma.h> includes it
+CRT_ENV = "GRADE_CRT_INCLUDE"       # the parent's crt_include_folder, for its workers' compiles
 
 
 def grading_options(options: tuple[str, ...] | list[str], arch: str) -> list[str]:
@@ -404,14 +405,28 @@ def grading_options(options: tuple[str, ...] | list[str], arch: str) -> list[str
     (without an -arch of its own) as CuPy's RawModule assembles them (CuPy's and the CUDA
     toolkit's include folders), the CUDA headers' ``crt/`` folder where those lack it (see
     :func:`crt_include_folder`), the architecture, and what CuPy adds (CUPY_NVRTC_OPTIONS)."""
+    opts = _cupy_options(options)
+    crt = crt_include_folder(_include_args(opts))
+    return [*opts, *([f"-I{crt}"] if crt else []), f"-arch={arch}", *CUPY_NVRTC_OPTIONS]
+
+
+def _cupy_options(options: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """``options`` (without an -arch of their own) as CuPy's RawModule assembles them."""
     opts = tuple(o for o in options if not o.startswith(("-arch", "--gpu-architecture")))
     try:
         from cupy._core.core import assemble_cupy_compiler_options
-        opts = tuple(assemble_cupy_compiler_options(opts))
+        return tuple(assemble_cupy_compiler_options(opts))
     except Exception:  # noqa: BLE001 - another CuPy: the exercise's options alone
-        pass
-    crt = crt_include_folder(_include_args(opts))
-    return [*opts, *([f"-I{crt}"] if crt else []), f"-arch={arch}", *CUPY_NVRTC_OPTIONS]
+        return opts
+
+
+def workers_crt_folder() -> str | None:
+    """The crt/ folder this process's compiles add (:func:`crt_include_folder`), which a worker
+    gets in CRT_ENV: a worker's sys.path differs from its parent's (no user site-packages, the
+    grader's package first), and its compile must read crt/ from the folder the parent counts
+    among the include folders, or WMMA's inlined code (crt/mma.hpp) would not be the
+    submission's own."""
+    return crt_include_folder(_include_args(_cupy_options(())))
 
 
 def _include_args(opts: tuple[str, ...] | list[str]) -> tuple[str, ...]:
@@ -436,9 +451,13 @@ def crt_include_folder(folders: tuple[str, ...]) -> str | None:
     crt/mma.h", which fails every WMMA submission. Candidates, first found wins:
     ``nvidia/cu13/include`` under every sys.path entry (the wheel installed beside another
     site-packages), then $CUDA_PATH, $CUDA_HOME, nvcc's toolkit and /usr/local/cuda (their
-    ``include``)."""
+    ``include``). $GRADE_CRT_INCLUDE (CRT_ENV), when it has crt/, comes first: the parent sets it
+    for its workers (:func:`workers_crt_folder`)."""
     if any((Path(f) / CRT_PROBE).is_file() for f in folders):
         return None
+    given = os.environ.get(CRT_ENV)   # a worker compiles with its parent's choice
+    if given and (Path(given) / CRT_PROBE).is_file():
+        return str(Path(given).resolve())
     # absolute sys.path entries only: "" or a relative one is the working folder, which may be a
     # student's (python -m, PYTHONPATH=":..."), and differs between the parent and its workers
     candidates = [Path(p) / "nvidia" / "cu13" / "include" for p in sys.path if p and os.path.isabs(p)]

@@ -722,6 +722,35 @@ def test_device_code_from_outside_the_submission_and_the_include_folders_is_not_
     assert "outside the submission's folder" in judged.why_not(kt.Launch("theirs", True))
 
 
+@pytest.mark.skipif(__import__("grader.static", fromlist=["x"]).nvrtc_unavailable() is not None,
+                    reason="NVRTC cannot be loaded on this machine")
+def test_a_wmma_kernel_is_the_submissions_own(tmp_path):
+    """<mma.h>'s WMMA functions are inlined from CUDA's crt/ headers (crt/mma.hpp), which grading
+    may take from a folder it adds (grader.static.crt_include_folder, the eighth session): that
+    folder is one of the include folders, so a WMMA kernel for ex12 is the student's own, and its
+    PTX meets ex12's required_ptx."""
+    from grader.spec import DEFAULT_FORBIDDEN_HEADERS
+    from grader.static import include_folders, missing_ptx, ptx_of
+    from tests.conftest import spec_of
+    (tmp_path / "kernel.cu").write_text(
+        "#include <mma.h>\nusing namespace nvcuda;\n"
+        'extern "C" __global__ void wmma_tile(const __half* a, const __half* b, float* c) {\n'
+        "  wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> fa;\n"
+        "  wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> fb;\n"
+        "  wmma::fragment<wmma::accumulator, 16, 16, 16, float> fc;\n"
+        "  wmma::fill_fragment(fc, 0.0f);\n  wmma::load_matrix_sync(fa, a, 16);\n  wmma::load_matrix_sync(fb, b, 16);\n"
+        "  wmma::mma_sync(fc, fa, fb, fc);\n  wmma::store_matrix_sync(c, fc, 16, wmma::mem_row_major);\n}\n")
+    ptx = ptx_of(tmp_path / "kernel.cu", ("-std=c++17",), "sm_90")
+    assert ptx is not None
+    roots = include_folders(("-std=c++17",))
+    files = list(kt.ptx_parse(ptx).files.values())
+    assert any("mma" in Path(f).name for f in files), files   # WMMA's own lines, from the crt/ headers
+    judged = kt.OwnKernels.of([], [ptx], folder=tmp_path, forbidden_headers=DEFAULT_FORBIDDEN_HEADERS,
+                              include_roots=roots)
+    assert foreign_names(["wmma_tile"], judged) == [] and judged.forbidden_code() == ""
+    assert missing_ptx(spec_of("ex12_gemm_tensorcore"), ptx) == []
+
+
 @pytest.mark.skipif(__import__("grader.static", fromlist=["x"]).nvrtc_unavailable() is not None
                     or shutil.which("readelf") is None, reason="needs NVRTC and readelf")
 def test_the_judged_ptx_and_the_loaded_cubin_come_from_one_compile(tmp_path):

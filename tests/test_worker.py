@@ -297,6 +297,31 @@ def test_the_worker_environment_does_not_say_where_the_grader_runs(tmp_path, mon
     assert "PWD" not in env and "PYENV_DIR" not in env
 
 
+def test_a_worker_compiles_with_its_parents_crt_folder(tmp_path, monkeypatch):
+    """The crt/ folder grading adds where CuPy's headers lack it (eighth session) is the parent's
+    choice in the worker too: a worker's sys.path differs, and WMMA code from another folder would
+    not be under the parent's include folders (so not the submission's own)."""
+    from grader import static
+    from grader.sandbox.supervisor import _worker_env
+    chosen = tmp_path / "crt_home"
+    (chosen / "crt").mkdir(parents=True)
+    (chosen / "crt" / "mma.h").write_text("")
+    monkeypatch.setattr(static, "workers_crt_folder", lambda: str(chosen))
+    env = _worker_env("t", tmp_path, WorkerConfig("host", tmp_path, (), (), 1.0, 1.0))
+    assert env[static.CRT_ENV] == str(chosen)
+    monkeypatch.setenv(static.CRT_ENV, env[static.CRT_ENV])   # as the worker sees it
+    static.crt_include_folder.cache_clear()
+    try:
+        lacking = tmp_path / "lacking"
+        lacking.mkdir()
+        assert static.crt_include_folder((str(lacking),)) == str(chosen.resolve())
+    finally:
+        static.crt_include_folder.cache_clear()
+    monkeypatch.setattr(static, "workers_crt_folder", lambda: None)   # CuPy's folders have crt/: nothing set
+    monkeypatch.delenv(static.CRT_ENV)
+    assert static.CRT_ENV not in _worker_env("t", tmp_path, WorkerConfig("host", tmp_path, (), (), 1.0, 1.0))
+
+
 def test_a_symlinked_submission_file_is_refused(tmp_path):
     from grader.static import static_check
     from tests.conftest import FIXTURES

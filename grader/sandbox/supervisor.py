@@ -175,6 +175,10 @@ def _worker_env(token: str, home: Path, config: WorkerConfig) -> dict[str, str]:
     env["HOME"] = env["PYTHONUSERBASE"] = str(home)
     env["TMPDIR"] = str(home)   # temporary files (grader.kernel's cubins, say) stay in its own folder
     env["PYTHONPATH"] = os.pathsep.join(p for p in (PACKAGE_PARENT, env.get("PYTHONPATH", "")) if p)
+    from grader.static import CRT_ENV, workers_crt_folder
+    crt = workers_crt_folder()   # the crt/ headers the parent counts as include folders (WMMA)
+    if crt:
+        env[CRT_ENV] = crt
     env["PYTHONUNBUFFERED"] = "1"
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     return env
