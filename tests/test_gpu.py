@@ -153,6 +153,17 @@ def test_ex12_without_tensor_core_instructions_gets_no_performance_points() -> N
     assert any("required_ptx" in f for f in r.flags)
 
 
+def test_a_wmma_submission_is_own_and_correct_in_grading() -> None:
+    """<mma.h> compiles in grading, its code (inlined from CUDA's crt/ headers, possibly from the
+    folder grader.static.crt_include_folder adds) counts as the submission's own in the worker as
+    in the parent, and the kernels are correct (eighth session: no WMMA submission had been graded
+    on the GPU; the crt/ headers were missing there)."""
+    r = grade_folder(_without_8192_cubed("ex12_gemm_tensorcore"), FIXTURES / "gpu" / "ex12_gemm_tensorcore_wmma",
+                     benchmark=False)
+    assert r.correct, r.smallest_failure
+    assert r.score.correctness == r.score.correctness_max and not any("required_ptx" in f for f in r.flags), r.flags
+
+
 def test_cublas_loaded_at_run_time_is_rejected(tmp_path) -> None:
     """The source check misses a library reached through importlib; the worker's memory map does not."""
     (tmp_path / "kernel.cu").write_text('extern "C" __global__ void unused() {}\n')
