@@ -179,12 +179,12 @@ def _expand(tokens: list[str], macros: dict[str, tuple[bool, tuple[str, ...]]], 
     return tokens
 
 
-def fingerprints(text: str, macros: dict[str, tuple[bool, tuple[str, ...]]] | None = None) -> dict[int, tuple[str, ...]]:
-    """The sampled shingles of CUDA/C++ ``text`` (see SHINGLE_TOKENS): hash -> its tokens, after
-    comments are blanked (:func:`strip_comments`); with ``macros`` (:func:`defined_macros`),
-    those of the text with them expanded as well (:func:`_expand`). The hash is CRC-32 of the
-    tokens, so a submission's count, and its verdict, is the same in every run."""
-    tokens = _C_TOKEN.findall(strip_comments(text, "x.cu"))
+def fingerprints(code: str, macros: dict[str, tuple[bool, tuple[str, ...]]] | None = None) -> dict[int, tuple[str, ...]]:
+    """The sampled shingles of comment-free CUDA/C++ ``code`` (:func:`strip_comments`; see
+    SHINGLE_TOKENS): hash -> its tokens; with ``macros`` (:func:`defined_macros`), those of the
+    code with them expanded as well (:func:`_expand`). The hash is CRC-32 of the tokens, so a
+    submission's count, and its verdict, is the same in every run."""
+    tokens = _C_TOKEN.findall(code)
     streams = [tokens] + ([_expand(tokens, macros)] if macros else [])
     out: dict[int, tuple[str, ...]] = {}
     for stream in streams:
@@ -203,18 +203,19 @@ def library_fingerprints(entries: tuple[str, ...], roots: tuple[str, ...]) -> fr
     ("cub/"), the file a file entry names ("cooperative_groups/reduce.h"). About 2 s (1808
     files, 1.3 million tokens) for the default entries under CuPy 14.2's and CUDA 13.0's include
     folders, once per process (CPU machine, 2026-12-01)."""
+    from grader.sandbox.kernel_trace import header_entry_at   # what library_code counts as these headers
     found: set[Path] = set()
     for root in roots:
         for folder, _, names in os.walk(root):
             for name in names:
                 path = Path(folder) / name
-                rel = "/" + path.relative_to(root).as_posix()
-                if any(f"/{e}" in rel if e.endswith("/") else rel.endswith(f"/{e}") for e in entries):
+                rel = path.relative_to(root).as_posix()
+                if any(header_entry_at(rel, e) is not None for e in entries):
                     found.add(path.resolve())
     prints: set[int] = set()
     for path in found:
         try:
-            prints.update(fingerprints(path.read_text(errors="replace")))
+            prints.update(fingerprints(strip_comments(path.read_text(errors="replace"), "x.cu")))
         except OSError:
             continue
     return frozenset(prints)
@@ -259,12 +260,13 @@ def copied_library_code(spec: Spec, submission: Path) -> str | None:
     files, too_big = _every_text_file(submission)
     if too_big:
         return too_big
+    code = [(path, strip_comments(text, "x.cu")) for path, text in files]
     shared: dict[int, tuple[str, ...]] = {}
     per_file: dict[Path, int] = {}
     macros: dict[str, tuple[bool, tuple[str, ...]]] = {}
-    for _, text in files:   # the submission's own macros, from every file (a copy may define them anywhere)
-        macros.update(defined_macros(strip_comments(text, "x.cu")))
-    for path, text in files:
+    for _, text in code:   # the submission's own macros, from every file (a copy may define them anywhere)
+        macros.update(defined_macros(text))
+    for path, text in code:
         mine = {h: run for h, run in fingerprints(text, macros).items() if h in library}
         per_file[path] = len(mine)
         shared.update(mine)

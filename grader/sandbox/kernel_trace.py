@@ -436,10 +436,9 @@ def library_code(module: PtxModule, folders: tuple[str, ...], own: Path | None =
             continue
         for folder in folders:   # as written and with links resolved (a link to CUB's folder, say)
             for seen in dict.fromkeys((path, str(Path(path).resolve()) if Path(path).is_absolute() else path)):
-                found = list(re.finditer(r"(?:^|(?<=/))" + re.escape(folder) + ("" if folder.endswith("/") else "$"),
-                                         seen))
-                if found:   # the innermost: CCCL keeps cub/ under .../cub/cub/
-                    hits[path] = seen[found[-1].start():].lstrip("/")
+                at = header_entry_at(seen, folder)
+                if at is not None:
+                    hits[path] = seen[at:].lstrip("/")
                     break
             if path in hits:
                 break
@@ -458,6 +457,14 @@ def library_code(module: PtxModule, folders: tuple[str, ...], own: Path | None =
             if header:
                 out[name] = header
     return out
+
+
+def header_entry_at(path: str, entry: str) -> int | None:
+    """Where the ``forbidden_headers`` ``entry`` starts in ``path``, None when it does not match:
+    a folder entry ("cub/") at any component boundary, the innermost (CCCL keeps cub/ under
+    .../cub/cub/); a file entry ("cooperative_groups/reduce.h") as the path's tail."""
+    found = list(re.finditer(r"(?:^|(?<=/))" + re.escape(entry) + ("" if entry.endswith("/") else "$"), path))
+    return found[-1].start() if found else None
 
 
 def outside(path: str, roots: tuple[str, ...]) -> bool:
