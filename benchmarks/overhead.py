@@ -1,6 +1,6 @@
 """Where the harness's time per timed call goes: one table per contestant and shape.
 
-    python3 benchmarks/overhead.py [--rounds 20] [--sets 3]
+    python3 benchmarks/overhead.py [--rounds 20] [--sets 12] [--only ex04_reduction ...]
 
 For the reference solution and the no-op baseline of a few exercises, it runs the grader's own
 timing rounds by hand (the same Worker, Instance, fresh Arena per round and requests as
@@ -23,6 +23,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -170,19 +171,37 @@ def main() -> None:
                     help="instead: at --sets calls per round, each shape's rounds on fresh arenas (as grading "
                          "times) and on one reused arena, side by side (why the grader's times run above "
                          "benchmarks/bench_references.py's)")
+    ap.add_argument("--only", nargs="+", default=(), metavar="EXERCISE",
+                    help=f"only these exercises' shapes (of {', '.join(n for n, _ in SHAPES)})")
     args = ap.parse_args()
+    names = [n for n, _ in SHAPES if not args.only or n in args.only]
     if args.fresh_vs_reused:
-        rows = []
-        for name, _ in SHAPES:
+        for name in names:
             for reuse in (False, True, False, True):   # alternated: drifts hit both alike
-                rows += rounds_table(args.rounds, args.sets, True, reuse, (name,))
-        print("\n".join(r for r in rows if " reference " in r))
+                _print_rows(lambda: rounds_table(args.rounds, args.sets, True, reuse, (name,)), name, args.sets,
+                            keep=" reference ")
         return
-    rows = ipc_table()
+    print("\n".join(ipc_table()), flush=True)
     for nsets in sorted({3, args.sets}):
-        rows += rounds_table(args.rounds, nsets, True)
-    print("\n".join(rows))
+        for name in names:
+            _print_rows(lambda: rounds_table(args.rounds, nsets, True, only=(name,)), name, nsets)
 
+
+def _print_rows(table: Callable[[], list[str]], name: str, nsets: int, keep: str = "") -> None:
+    """Print one shape's rows as soon as they are measured; a shape whose sets do not fit in device
+    memory is named and skipped (the next shapes still run)."""
+    import cupy
+    try:
+        rows = table()
+    except cupy.cuda.memory.OutOfMemoryError:
+        rows = [f"{name}: skipped at {nsets} sets: out of device memory"]
+    except cupy.cuda.runtime.CUDARuntimeError as exc:
+        if "MemoryAllocation" not in str(exc):
+            raise
+        rows = [f"{name}: skipped at {nsets} sets: out of device memory ({exc})"]
+    finally:
+        cupy.get_default_memory_pool().free_all_blocks()
+    print("\n".join(r for r in rows if keep in r or "skipped" in r), flush=True)
 
 if __name__ == "__main__":
     main()
