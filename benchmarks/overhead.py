@@ -17,6 +17,7 @@ Prints medians in microseconds (us). Needs a GPU.
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import statistics
 import subprocess
@@ -36,10 +37,14 @@ def _med(xs: list[float]) -> float:
     return statistics.median(xs) if xs else float("nan")
 
 
-def rounds_table(rounds: int, nsets: int, flush: bool, reuse: bool = False, only: tuple[str, ...] = ()) -> list[str]:
+def rounds_table(rounds: int, nsets: int, flush: bool, reuse: bool = False, only: tuple[str, ...] = (),
+                 pin: int | None = None) -> list[str]:
     """The per-part table for SHAPES (or those of the exercises in ``only``). ``reuse``: map one
     arena in the first round and time every round on it (inputs rewritten in place), instead of a
-    fresh arena per round as grading does; ``events`` then says what the fresh mappings cost."""
+    fresh arena per round as grading does; ``events`` then says what the fresh mappings cost.
+    ``pin``: an experiment, not what grading does: every thread of each worker is pinned to that
+    CPU, where a SCHED_IDLE busy loop keeps the CPU awake while the worker is stopped (the resume's
+    wake-up from a deep idle state lands inside the timed window)."""
     from grader.cases import Case
     from grader.device import detect
     from grader.grade import BASELINE_SUBMISSION
@@ -66,6 +71,7 @@ def rounds_table(rounds: int, nsets: int, flush: bool, reuse: bool = False, only
         for label, folder in (("reference", ROOT / "solutions" / name), ("noop", BASELINE_SUBMISSION)):
             w = Worker(WorkerConfig("cuda", folder, spec.compile_options, spec.arg_order, 120, 30))
             assert w.ensure().ok
+            spinner = _pin(w.proc.pid, pin) if pin is not None else None
             warm = Arena(backend, sum(s.arena_bytes for s in sets))
             for s in sets:
                 s.bind(warm)
@@ -119,14 +125,30 @@ def rounds_table(rounds: int, nsets: int, flush: bool, reuse: bool = False, only
                     s.unbind()
             w.resume()
             w.close()
+            if spinner is not None:
+                spinner.kill()
+                spinner.wait()
             held.free()
             rows.append(f"{name:16s} {str(dims):24s} {label:9s} sets={nsets:2d} {'reused' if reuse else 'fresh '} " +
+                        (f"pin={pin} " if pin is not None else "") +
                         " ".join(f"{k}={_med(v):8.1f}" for k, v in parts.items()))
         for s in sets:
             s.free()
         import cupy
         cupy.get_default_memory_pool().free_all_blocks()
     return rows
+
+
+_SPINNER = "import os\nos.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))\nwhile True:\n    pass\n"
+
+
+def _pin(pid: int, cpu: int) -> subprocess.Popen:
+    """Pin every thread of process ``pid`` to ``cpu`` and start a SCHED_IDLE busy loop there."""
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        os.sched_setaffinity(int(task.name), {cpu})
+    spinner = subprocess.Popen([sys.executable, "-c", _SPINNER])
+    os.sched_setaffinity(spinner.pid, {cpu})
+    return spinner
 
 
 _OPENER = r"""
@@ -173,18 +195,20 @@ def main() -> None:
                          "benchmarks/bench_references.py's)")
     ap.add_argument("--only", nargs="+", default=(), metavar="EXERCISE",
                     help=f"only these exercises' shapes (of {', '.join(n for n, _ in SHAPES)})")
+    ap.add_argument("--pin", type=int, metavar="CPU",
+                    help="experiment: pin each worker to this CPU, kept awake by a SCHED_IDLE busy loop")
     args = ap.parse_args()
     names = [n for n, _ in SHAPES if not args.only or n in args.only]
     if args.fresh_vs_reused:
         for name in names:
             for reuse in (False, True, False, True):   # alternated: drifts hit both alike
-                _print_rows(lambda: rounds_table(args.rounds, args.sets, True, reuse, (name,)), name, args.sets,
+                _print_rows(lambda: rounds_table(args.rounds, args.sets, True, reuse, (name,), args.pin), name, args.sets,
                             keep=" reference ")
         return
     print("\n".join(ipc_table()), flush=True)
     for nsets in sorted({3, args.sets}):
         for name in names:
-            _print_rows(lambda: rounds_table(args.rounds, nsets, True, only=(name,)), name, nsets)
+            _print_rows(lambda: rounds_table(args.rounds, nsets, True, only=(name,), pin=args.pin), name, nsets)
 
 
 def _print_rows(table: Callable[[], list[str]], name: str, nsets: int, keep: str = "") -> None:
