@@ -70,65 +70,68 @@ def rounds_table(rounds: int, nsets: int, flush: bool, reuse: bool = False, only
         sets = [Instance(spec, backend, oracle, case(rng.randrange(2**32))) for _ in range(nsets)]
         for label, folder in (("reference", ROOT / "solutions" / name), ("noop", BASELINE_SUBMISSION)):
             w = Worker(WorkerConfig("cuda", folder, spec.compile_options, spec.arg_order, 120, 30))
-            assert w.ensure().ok
-            spinner = _pin(w.proc.pid, pin) if pin is not None else None
-            warm = Arena(backend, sum(s.arena_bytes for s in sets))
-            for s in sets:
-                s.bind(warm)
-            w.request({"op": "warmup", "sets": [s.descriptors() for s in sets], "ms": 25}, 60)
-            close, held = [warm.handle], warm   # freed once the worker unmapped it (grader.timing)
-            for s in sets:
-                s.unbind()
-            parts: dict[str, list[float]] = {k: [] for k in
-                                             ("premap", "resume", "map", "queue", "sync", "read", "transport",
-                                              "pause", "events", "outside")}
-            for r in range(rounds):
-                order = list(range(nsets))
-                if not reuse or r == 0:
-                    arena = Arena(backend, sum(s.arena_bytes for s in sets))   # fresh buffers, as grading does
-                    for s in sets:
-                        s.place(arena)
-                    descs = [s.descriptors() for s in sets]
-                    w.resume()   # the untimed map request, then the inputs written while it is stopped
-                    mapped = w.request({"op": "map", "sets": descs, "close": close}, 60)
-                    w.pause()
-                    assert mapped.ok, mapped.message
-                    held.free()
-                    close, held = [arena.handle], arena
-                    parts["premap"].append(mapped.wall_s * 1e6)
+            spinner = None
+            try:   # the worker and the busy loop end even when a shape fails (out of memory, say)
+                assert w.ensure().ok
+                spinner = _pin(w.proc.pid, pin) if pin is not None else None
+                warm = Arena(backend, sum(s.arena_bytes for s in sets))
                 for s in sets:
-                    s.write()
-                t0 = time.perf_counter()
-                w.resume()
-                t1 = time.perf_counter()
-                out = w.request({"op": "time", "order": order,   # on the sets just mapped, as grader.timing does
-                                 "flush_bytes": 2 * dev.l2_bytes if flush else 0}, 60)
-                t2 = time.perf_counter()
-                w.pause()
-                t3 = time.perf_counter()
-                if not reuse:
-                    for s in sets:
-                        s.unbind()
-                assert out.ok, out.message
-                ph = out.data["phases_ms"]
-                ev = sum(out.data["times_ms"])
-                wall = out.wall_s * 1e3   # the clock starts after the resume (grader.timing)
-                parts["resume"].append((t1 - t0) * 1e6)
-                for k in ("map", "queue", "sync", "read"):
-                    parts[k].append(ph[k] * 1e3)
-                parts["transport"].append((out.wall_s * 1e3 - sum(ph.values())) * 1e3)
-                parts["pause"].append((t3 - t2) * 1e6)
-                parts["events"].append(ev / nsets * 1e3)
-                parts["outside"].append((wall - ev) / nsets * 1e3)
-            if reuse:
+                    s.bind(warm)
+                w.request({"op": "warmup", "sets": [s.descriptors() for s in sets], "ms": 25}, 60)
+                close, held = [warm.handle], warm   # freed once the worker unmapped it (grader.timing)
                 for s in sets:
                     s.unbind()
-            w.resume()
-            w.close()
-            if spinner is not None:
-                spinner.kill()
-                spinner.wait()
-            held.free()
+                parts: dict[str, list[float]] = {k: [] for k in
+                                                 ("premap", "resume", "map", "queue", "sync", "read", "transport",
+                                                  "pause", "events", "outside")}
+                for r in range(rounds):
+                    order = list(range(nsets))
+                    if not reuse or r == 0:
+                        arena = Arena(backend, sum(s.arena_bytes for s in sets))   # fresh buffers, as grading does
+                        for s in sets:
+                            s.place(arena)
+                        descs = [s.descriptors() for s in sets]
+                        w.resume()   # the untimed map request, then the inputs written while it is stopped
+                        mapped = w.request({"op": "map", "sets": descs, "close": close}, 60)
+                        w.pause()
+                        assert mapped.ok, mapped.message
+                        held.free()
+                        close, held = [arena.handle], arena
+                        parts["premap"].append(mapped.wall_s * 1e6)
+                    for s in sets:
+                        s.write()
+                    t0 = time.perf_counter()
+                    w.resume()
+                    t1 = time.perf_counter()
+                    out = w.request({"op": "time", "order": order,   # on the sets just mapped, as grader.timing does
+                                     "flush_bytes": 2 * dev.l2_bytes if flush else 0}, 60)
+                    t2 = time.perf_counter()
+                    w.pause()
+                    t3 = time.perf_counter()
+                    if not reuse:
+                        for s in sets:
+                            s.unbind()
+                    assert out.ok, out.message
+                    ph = out.data["phases_ms"]
+                    ev = sum(out.data["times_ms"])
+                    wall = out.wall_s * 1e3   # the clock starts after the resume (grader.timing)
+                    parts["resume"].append((t1 - t0) * 1e6)
+                    for k in ("map", "queue", "sync", "read"):
+                        parts[k].append(ph[k] * 1e3)
+                    parts["transport"].append((out.wall_s * 1e3 - sum(ph.values())) * 1e3)
+                    parts["pause"].append((t3 - t2) * 1e6)
+                    parts["events"].append(ev / nsets * 1e3)
+                    parts["outside"].append((wall - ev) / nsets * 1e3)
+                if reuse:
+                    for s in sets:
+                        s.unbind()
+            finally:
+                w.resume()
+                w.close()
+                if spinner is not None:
+                    spinner.kill()
+                    spinner.wait()
+            held.free()   # once the worker unmapped it
             rows.append(f"{name:16s} {str(dims):24s} {label:9s} sets={nsets:2d} {'reused' if reuse else 'fresh '} " +
                         (f"pin={pin} " if pin is not None else "") +
                         " ".join(f"{k}={_med(v):8.1f}" for k, v in parts.items()))
@@ -226,6 +229,7 @@ def _print_rows(table: Callable[[], list[str]], name: str, nsets: int, keep: str
     finally:
         cupy.get_default_memory_pool().free_all_blocks()
     print("\n".join(r for r in rows if keep in r or "skipped" in r), flush=True)
+
 
 if __name__ == "__main__":
     main()
