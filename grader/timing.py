@@ -17,7 +17,9 @@ with a ``solve`` that does nothing, so its unaccounted time is the harness's own
    check (:class:`grader.sandbox.watch.GpuDrain`): the parent waits until no other CUDA context has
    work on the GPU, and that wait is charged to the contestant's round (DESIGN must 10: no work
    queued earlier gains anything; mapping, whose cost grows with the data, stays out of the timed
-   window). The parent resumes the contestant's processes and starts its wall clock. In one
+   window). The parent looks for the contestant's processes, starts its wall clock and resumes
+   them (the clock runs from the first SIGCONT: however many threads or processes a worker has,
+   nothing it runs after being continued is outside the window). In one
    request (which names only the order of the sets: the worker built solve's arguments when it
    mapped them, so neither the descriptors' transport nor the arrays' construction is timed) the worker flushes L2 once and calls ``solve`` on every set back to back, in a shuffled
    order, with CUDA events between consecutive calls; then it synchronises the device and replies. The
@@ -184,7 +186,7 @@ class Contestant:
     name: str
     request: Callable[..., Any]
     pause: Callable[[], None] = lambda: None
-    resume: Callable[[], None] = lambda: None
+    resume: Callable[[], float | None] = lambda: None   # the time its first process was continued, if known
     stop: Callable[[], None] = lambda: None
 
 
@@ -336,11 +338,12 @@ def _timed_round(c: Contestant, results: dict[str, ContestantTiming], rig: Rig, 
             c.stop()                    # what it queued on the GPU is waited for before anything else
             left.append(rig.drain(DRAIN_LIMIT_S))
 
-        c.resume()
-        t0 = time.perf_counter()
+        continued = c.resume()
+        sent = time.perf_counter()
+        t0 = sent if continued is None else continued   # the clock starts when the worker may run again
         out = c.request({"op": "time", "order": order, "flush_bytes": flush_bytes},   # on the sets mapped above
                         call_timeout_s * rig.sets + 5, on_reply=stop_and_drain)
-        t1 = t0 + out.wall_s   # from sending the request to receiving the reply (the parent's checks after it excluded)
+        t1 = sent + out.wall_s   # to receiving the reply (the parent's checks after it excluded)
         c.pause()
         drained_ms = (left[0] if left else rig.drain(DRAIN_LIMIT_S)) + queued_ms
         if on_window:

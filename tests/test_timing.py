@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 import random
+import time
 from typing import Any, Callable
 
 import pytest
@@ -441,3 +442,21 @@ def test_the_baseline_is_never_verified() -> None:
     (s, b), _ = bench([sub, base], log, STEADY, verify=lambda where: "never written" if "baseline" in where else None)
     assert b.failure is None and b.stats.n >= 4 and s.failure is None
     assert not any("of baseline" in entry for entry in log if entry.startswith("verify:"))
+
+
+def test_the_wall_clock_starts_when_the_worker_is_continued() -> None:
+    # a worker continued 2 ms before its timed request was sent (its own threads made the parent's
+    # SIGCONT loop slow, say) had those 2 ms to work in: they are inside its round's wall time
+    log: list[str] = []
+    sub = Fake("submission", log, lambda r: [0.5, 0.5])
+    base = Fake("baseline", log, lambda r: [0.0, 0.0])
+    contestants = [Contestant("submission", sub, resume=lambda: time.perf_counter() - 0.002),
+                   Contestant("baseline", base, resume=lambda: None)]
+    rig = Rig(2, lambda: None, lambda: Binding([[{"set": 0}], [{"set": 1}]], ("h",), lambda: None),
+              lambda where: None, lambda limit_s: 0.0, fill=lambda: None)
+    s, b = run_benchmark(contestants, rig, STEADY, flush_bytes=0, call_timeout_s=1.0, rng=random.Random(1))
+    # 2 ms of wall time against 1 ms of reported calls: 0.5 ms per call outside its events, so
+    # its time is the wall clock's, 1 ms per call
+    assert s.overhead_ms_per_call == pytest.approx(0.5, abs=0.05) and s.outside_events
+    assert s.time_ms == pytest.approx(1.0, abs=0.05)
+    assert b.overhead_ms_per_call < 0.05 and not b.outside_events

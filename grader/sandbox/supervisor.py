@@ -361,17 +361,21 @@ class Worker:
             except (ProcessLookupError, PermissionError):
                 pass
 
-    def resume(self) -> None:
-        self._signal_group(signal.SIGCONT)
+    def resume(self) -> float:
+        """Continue every process of the worker's session; returns ``time.perf_counter()`` just
+        before the first signal (after the walk for its processes, whose length the worker
+        controls), where a timed round's clock starts: the worker runs from that moment on."""
+        return self._signal_group(signal.SIGCONT)
 
-    def _signal_group(self, sig: signal.Signals) -> None:
+    def _signal_group(self, sig: signal.Signals) -> float:
         """Signal the worker's process group and every process of its session (a child that moved
-        to a process group of its own stays in the session)."""
+        to a process group of its own stays in the session); returns the time of the first signal."""
         if self.proc is None:
-            return
+            return time.perf_counter()
         pids = self._pids()  # first: nothing runs between the signals and the caller
         if sig == signal.SIGCONT:
             self._resumed = pids
+        start = time.perf_counter()
         try:
             os.killpg(self.proc.pid, sig)
         except (ProcessLookupError, PermissionError):
@@ -381,6 +385,7 @@ class Worker:
                 os.kill(pid, sig)
             except (ProcessLookupError, PermissionError):
                 pass
+        return start
 
     def _new_cwd(self) -> None:
         if self.cwd is not None:
