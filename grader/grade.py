@@ -407,8 +407,9 @@ class Grader:
             return waited
 
         rig = Rig(n_sets, redraw, bind, verify, drain_wait, release, fill)
-        contestants = [Contestant("submission", self.worker.request, self.worker.pause, self.worker.resume)]
-        contestants += [Contestant(name, w.request, w.pause, w.resume) for name, w in others]
+        contestants = [Contestant("submission", self.worker.request, self.worker.pause, self.worker.resume,
+                                  self.worker.stop_now)]
+        contestants += [Contestant(name, w.request, w.pause, w.resume, w.stop_now) for name, w in others]
         flush = 2 * self.device.l2_bytes if self.device is not None else 0
         windows: list[tuple[float, float]] = []
         sampler = ClockSampler(self.device.index) if self.device is not None else None

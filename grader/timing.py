@@ -17,13 +17,18 @@ with a ``solve`` that does nothing, so its unaccounted time is the harness's own
    check (:class:`grader.sandbox.watch.GpuDrain`): the parent waits until no other CUDA context has
    work on the GPU, and that wait is charged to the contestant's round (DESIGN must 10: no work
    queued earlier gains anything; mapping, whose cost grows with the data, stays out of the timed
-   window). The parent resumes the contestant's processes and starts its wall clock. In one
+   window). The parent looks for the contestant's processes, starts its wall clock and resumes
+   them (the clock runs from the first SIGCONT: however many threads or processes a worker has,
+   nothing it runs after being continued is outside the window). In one
    request (which names only the order of the sets: the worker built solve's arguments when it
    mapped them, so neither the descriptors' transport nor the arrays' construction is timed) the worker flushes L2 once and calls ``solve`` on every set back to back, in a shuffled
    order, with CUDA events between consecutive calls; then it synchronises the device and replies. The
-   parent stops the clock at the reply, stops the contestant's processes (SIGSTOP: nothing runs
-   on its side between its rounds), and waits until the GPU has drained: time any of the
-   contestant's GPU work still needed after its reply is added to its round's wall time. Then the
+   parent stops the clock at the reply and, before any other check, stops the contestant's
+   process group (SIGSTOP, without first walking /proc for its processes, a walk whose length the
+   worker controls: nothing it does after its reply goes unseen) and waits until the GPU has
+   drained: time any of the contestant's GPU work still needed after its reply is added to its
+   round's wall time (GpuDrain does not count a wait under NOISE_MS). Only then are the other
+   processes of its session looked for and stopped (nothing runs on its side between its rounds). Then the
    parent checks every output, guard and input of the round (DESIGN must 4). Contestants alternate
    within a round, so drifts in clock or temperature hit them alike.
 3. One sample per round: the MEAN of that round's call times, so doing several calls' work in one
@@ -174,12 +179,15 @@ GPU_BUSY = (f"work left on the GPU kept it busy for more than {DRAIN_LIMIT_S:g} 
 
 @dataclass(frozen=True)
 class Contestant:
-    """A worker to time: ``request(message, timeout)`` returns an Outcome (see sandbox.supervisor);
-    ``pause``/``resume`` stop and continue its processes between its timed rounds."""
+    """A worker to time: ``request(message, timeout, on_reply=None)`` returns an Outcome (see
+    sandbox.supervisor; ``on_reply`` runs as soon as the reply is read); ``pause``/``resume`` stop
+    and continue its processes between its timed rounds; ``stop`` stops them at once, without
+    looking for new ones (the moment a timed reply is read)."""
     name: str
-    request: Callable[[dict[str, Any], float], Any]
+    request: Callable[..., Any]
     pause: Callable[[], None] = lambda: None
-    resume: Callable[[], None] = lambda: None
+    resume: Callable[[], float | None] = lambda: None   # the time its first process was continued, if known
+    stop: Callable[[], None] = lambda: None
 
 
 @dataclass(frozen=True)
@@ -324,13 +332,20 @@ def _timed_round(c: Contestant, results: dict[str, ContestantTiming], rig: Rig, 
             return
         order = list(range(rig.sets))
         rng.shuffle(order)
-        c.resume()
-        t0 = time.perf_counter()
+        left: list[float] = []
+
+        def stop_and_drain() -> None:   # the parent's clock has stopped: the worker stops now, and
+            c.stop()                    # what it queued on the GPU is waited for before anything else
+            left.append(rig.drain(DRAIN_LIMIT_S))
+
+        continued = c.resume()
+        sent = time.perf_counter()
+        t0 = sent if continued is None else continued   # the clock starts when the worker may run again
         out = c.request({"op": "time", "order": order, "flush_bytes": flush_bytes},   # on the sets mapped above
-                        call_timeout_s * rig.sets + 5)
-        t1 = t0 + out.wall_s   # from sending the request to receiving the reply (the parent's checks after it excluded)
+                        call_timeout_s * rig.sets + 5, on_reply=stop_and_drain)
+        t1 = sent + out.wall_s   # to receiving the reply (the parent's checks after it excluded)
         c.pause()
-        drained_ms = rig.drain(DRAIN_LIMIT_S) + queued_ms
+        drained_ms = (left[0] if left else rig.drain(DRAIN_LIMIT_S)) + queued_ms
         if on_window:
             on_window(t0, t1)
         if not out.ok:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 import random
+import time
 from typing import Any, Callable
 
 import pytest
@@ -169,13 +170,15 @@ class Fake:
         self.rounds = 0
         self.messages: list[tuple[dict, float]] = []
 
-    def __call__(self, message: dict[str, Any], timeout: float) -> Outcome:
+    def __call__(self, message: dict[str, Any], timeout: float, on_reply: Callable[[], None] | None = None) -> Outcome:
         self.messages.append((message, timeout))
         op = message["op"]
         if op == "time":
             self.rounds += 1
         self.log.append(f"{op}:{self.name}")
         failure = self.fail(op, self.rounds)
+        if on_reply is not None and (failure is None or failure.kind not in ("timeout", "crash")):
+            on_reply()   # a reply was read (a timed-out or crashed worker sends none)
         if failure is not None:
             return failure
         if op in ("release", "map"):
@@ -205,7 +208,8 @@ def bench(fakes: list[Fake], log: list, policy: StopPolicy, n_sets: int = 2,
 
     rounds: list[int] = []
     contestants = [Contestant(f.name, f, lambda f=f: log.append(f"pause:{f.name}"),
-                              lambda f=f: log.append(f"resume:{f.name}")) for f in fakes]
+                              lambda f=f: log.append(f"resume:{f.name}"), lambda f=f: log.append(f"stop:{f.name}"))
+                   for f in fakes]
     results = run_benchmark(contestants, Rig(n_sets, redraw, bind, check, drain, fill=lambda: log.append("fill")),
                             policy, flush_bytes=1 << 20,
                             call_timeout_s=1.0, rng=random.Random(seed), progress=rounds.append)
@@ -224,7 +228,8 @@ def test_protocol_warmup_alternation_and_stop() -> None:
     def turn(name: str, k: int, previous: int, round_no: int) -> list[str]:
         # mapped (previous unmapped) while nothing is written; inputs written while it is stopped
         return [f"bind:{k}", f"resume:{name}", f"map:{name}", f"pause:{name}", f"free:{previous}", "fill",
-                f"resume:{name}", f"time:{name}", f"pause:{name}", f"verify:timed round {round_no} of {name}"]
+                f"resume:{name}", f"time:{name}", f"stop:{name}", f"pause:{name}",
+                f"verify:timed round {round_no} of {name}"]   # stopped as soon as its reply is read
 
     assert log == [
         "redraw",
@@ -261,11 +266,28 @@ def test_gpu_work_left_after_the_reply_counts_in_the_wall_time() -> None:
     log: list[str] = []
     sub = Fake("submission", log, lambda r: [0.5, 0.5])
     base = Fake("baseline", log, lambda r: [0.0, 0.0])
-    # 3 ms of the submission's GPU work still runs after each of its timed replies
+    # 3 ms of the submission's GPU work still runs after each of its timed replies; it is measured
+    # as soon as the reply is read and the worker stopped, before the walk for its other processes
+    # (pause) and before the parent's other checks, which the worker could otherwise fill with work
     (s, b), _ = bench([sub, base], log, STEADY,
-                      drain=lambda limit: 3.0 if log[-1] == "pause:submission" and log[-2] == "time:submission" else 0.0)
+                      drain=lambda limit: 3.0 if log[-2:] == ["time:submission", "stop:submission"] else 0.0)
     assert s.drained_ms_per_call == pytest.approx(1.5) and s.overhead_ms_per_call >= 1.0 and s.outside_events
     assert b.drained_ms_per_call == 0.0
+
+
+def test_a_timed_out_worker_is_drained_after_it_is_stopped() -> None:
+    log: list[str] = []
+    drains: list[str] = []
+    sub = Fake("submission", log, lambda r: [0.5, 0.5],
+               fail=lambda op, r: Outcome(False, "timeout", "no answer") if op == "time" else None)
+    ref = Fake("reference", log, lambda r: [1.0, 1.0])
+
+    def drain(limit_s: float) -> float:
+        drains.append(log[-1])
+        return 0.0
+    (s, r), _ = bench([sub, ref], log, STEADY, drain=drain)
+    assert s.failure is not None and s.failure.startswith("timeout") and "stop:submission" not in log
+    assert "pause:submission" in drains   # no reply, so no on_reply: drained after the full pause
 
 
 def test_gpu_work_queued_before_the_timed_request_counts_in_the_wall_time() -> None:
@@ -420,3 +442,21 @@ def test_the_baseline_is_never_verified() -> None:
     (s, b), _ = bench([sub, base], log, STEADY, verify=lambda where: "never written" if "baseline" in where else None)
     assert b.failure is None and b.stats.n >= 4 and s.failure is None
     assert not any("of baseline" in entry for entry in log if entry.startswith("verify:"))
+
+
+def test_the_wall_clock_starts_when_the_worker_is_continued() -> None:
+    # a worker continued 2 ms before its timed request was sent (its own threads made the parent's
+    # SIGCONT loop slow, say) had those 2 ms to work in: they are inside its round's wall time
+    log: list[str] = []
+    sub = Fake("submission", log, lambda r: [0.5, 0.5])
+    base = Fake("baseline", log, lambda r: [0.0, 0.0])
+    contestants = [Contestant("submission", sub, resume=lambda: time.perf_counter() - 0.002),
+                   Contestant("baseline", base, resume=lambda: None)]
+    rig = Rig(2, lambda: None, lambda: Binding([[{"set": 0}], [{"set": 1}]], ("h",), lambda: None),
+              lambda where: None, lambda limit_s: 0.0, fill=lambda: None)
+    s, b = run_benchmark(contestants, rig, STEADY, flush_bytes=0, call_timeout_s=1.0, rng=random.Random(1))
+    # 2 ms of wall time against 1 ms of reported calls: 0.5 ms per call outside its events, so
+    # its time is the wall clock's, 1 ms per call
+    assert s.overhead_ms_per_call == pytest.approx(0.5, abs=0.05) and s.outside_events
+    assert s.time_ms == pytest.approx(1.0, abs=0.05)
+    assert b.overhead_ms_per_call < 0.05 and not b.outside_events

@@ -332,3 +332,30 @@ def test_a_symlinked_submission_file_is_refused(tmp_path):
     (sub / "solution.py").symlink_to(FIXTURES / "course" / "solutions" / "ex90_add" / "solution.py")
     kind, message = static_check(load_spec(FIXTURES / "course" / "exercises" / "ex90_add" / "spec.toml"), sub)
     assert kind == "bad_submission" and "symbolic link" in message
+
+
+def _state(pid: int) -> str:
+    """The process state letter of /proc/PID/stat ("T": stopped)."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
+def test_on_reply_runs_before_the_parents_checks_and_can_stop_the_worker_at_once(tmp_path, arrays):
+    import time
+    w = start(make_submission(tmp_path, ADD))
+    try:
+        assert w.ensure().ok
+        w.resume()
+        seen: list[str] = []
+
+        def on_reply() -> None:   # what a timed round does: the clock has stopped, the worker stops now
+            w.stop_now()
+            deadline = time.monotonic() + 2.0
+            while _state(w.proc.pid) != "T" and time.monotonic() < deadline:
+                time.sleep(0.001)
+            seen.append(_state(w.proc.pid))
+        out = w.request({"op": "run", "args": [g.descriptor.to_json() for g in arrays]}, 5.0, on_reply=on_reply)
+        assert out.ok and seen == ["T"] and _state(w.proc.pid) == "T"
+        np.testing.assert_array_equal(arrays[2].array, np.arange(100) + 1.0)
+    finally:
+        w.resume()
+        w.close()

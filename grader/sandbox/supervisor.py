@@ -19,7 +19,7 @@ import time
 import uuid
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from grader.sandbox import isolation, kernel_trace, protocol, watch
 
@@ -201,6 +201,7 @@ class Worker:
         self.strays_killed = 0     # processes found still running after the worker was killed
         self.baseline_libraries: set[str] | None = None
         self._last_sample = 0.0
+        self._resumed: list[int] = []   # the session's processes when it was last resumed
         self.view: isolation.View | None = None
         self.isolation = "trusted worker: not isolated" if config.trusted else "none"
         self.trace: kernel_trace.TraceFile | None = None
@@ -342,18 +343,39 @@ class Worker:
         self.proc, self.sock, self.trace = None, None, None
 
     def pause(self) -> None:
-        """Stop every process of the worker's group (SIGSTOP) while it is not being timed."""
+        """Stop every process of the worker's group (SIGSTOP) while it is not being timed: the
+        group at once, then every process of its session, found by a walk of /proc whose length the
+        worker controls (a thousand idle threads make it tens of ms)."""
+        self.stop_now()
         self._signal_group(signal.SIGSTOP)
 
-    def resume(self) -> None:
-        self._signal_group(signal.SIGCONT)
-
-    def _signal_group(self, sig: signal.Signals) -> None:
-        """Signal the worker's process group and every process of its session (a child that moved
-        to a process group of its own stays in the session)."""
+    def stop_now(self) -> None:
+        """SIGSTOP the worker's process group and the processes the last :meth:`resume` found, with
+        no walk of /proc first: a timed round's worker is stopped the moment its reply is read, so
+        nothing it does after the reply (the parent's clock has stopped) goes unseen."""
         if self.proc is None:
             return
+        for pid in (-self.proc.pid, *self._resumed):   # negative: the process group
+            try:
+                os.kill(pid, signal.SIGSTOP)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    def resume(self) -> float:
+        """Continue every process of the worker's session; returns ``time.perf_counter()`` just
+        before the first signal (after the walk for its processes, whose length the worker
+        controls), where a timed round's clock starts: the worker runs from that moment on."""
+        return self._signal_group(signal.SIGCONT)
+
+    def _signal_group(self, sig: signal.Signals) -> float:
+        """Signal the worker's process group and every process of its session (a child that moved
+        to a process group of its own stays in the session); returns the time of the first signal."""
+        if self.proc is None:
+            return time.perf_counter()
         pids = self._pids()  # first: nothing runs between the signals and the caller
+        if sig == signal.SIGCONT:
+            self._resumed = pids
+        start = time.perf_counter()
         try:
             os.killpg(self.proc.pid, sig)
         except (ProcessLookupError, PermissionError):
@@ -363,6 +385,7 @@ class Worker:
                 os.kill(pid, sig)
             except (ProcessLookupError, PermissionError):
                 pass
+        return start
 
     def _new_cwd(self) -> None:
         if self.cwd is not None:
@@ -390,11 +413,14 @@ class Worker:
         return "\n".join(data.splitlines()[-lines:])
 
     # -- requests -----------------------------------------------------------------------------------
-    def request(self, message: dict[str, Any], timeout: float, limit: str = "") -> Outcome:
+    def request(self, message: dict[str, Any], timeout: float, limit: str = "",
+                on_reply: Callable[[], None] | None = None) -> Outcome:
         """Send one request and wait at most ``timeout`` seconds; any failure kills the worker.
         While waiting, the worker's memory is sampled against the caps; after a reply, its mapped
         libraries are checked against the forbidden ones. ``limit`` names the limit ``timeout``
-        comes from, for the message (e.g. "[limits] case_s")."""
+        comes from, for the message (e.g. "[limits] case_s"). ``on_reply`` runs as soon as a reply
+        has been read (``wall_s`` ends there), before any of the parent's checks after it: a timed
+        round stops the worker and measures the GPU work it left there."""
         if self.sock is None or self.proc is None:
             return Outcome(False, "grader_error", "no worker running")
         if not self.alive:  # died between requests (a thread of the last call crashing it, say)
@@ -409,6 +435,9 @@ class Worker:
                 self.kill()
                 return Outcome(False, over[0], over[1], self.log_tail(), wall_s=wall)
             reply = protocol.recv(self.sock, time.monotonic() + max(0.001, t0 + timeout - time.perf_counter()))
+            wall = time.perf_counter() - t0
+            if on_reply is not None:
+                on_reply()
         except (socket.timeout, TimeoutError):
             wall = time.perf_counter() - t0
             self.kill()
@@ -418,7 +447,6 @@ class Worker:
         except (protocol.ProtocolError, OSError):
             wall = time.perf_counter() - t0
             return self._crashed(wall)
-        wall = time.perf_counter() - t0
         if time.perf_counter() - self._last_sample >= WATCH_INTERVAL_S:
             over = self._memory_over_caps()
             if over is not None:
