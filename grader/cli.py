@@ -334,14 +334,16 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
         from dataclasses import replace
         spec = replace(spec, limits=replace(spec.limits, case_s=case_limit))
     from grader import device as dev
+    if backend in ("auto", "cuda"):
+        why = dev.unavailable_reason()
+        if why is not None:
+            _no_gpu(spec, ex.name, sub, submission is not None, arch, why, bool(tools), fmt, output, json_out)
     sanitizer = None
     if tools:  # before grading: without the tool nothing here can help
         from grader.sanitize import MISSING, find_sanitizer
         sanitizer = find_sanitizer()
         if sanitizer is None:
-            no_gpu = dev.unavailable_reason() if backend in ("auto", "cuda") else None
-            also = f"; this machine has no GPU either ({no_gpu}), and --sanitize needs both" if no_gpu else ""
-            _emit_error(fmt, output, json_out, ex.name, str(sub), "no_sanitizer", MISSING + also, EXIT_ERROR)
+            _emit_error(fmt, output, json_out, ex.name, str(sub), "no_sanitizer", MISSING, EXIT_ERROR)
 
     from grader.calibration import load_calibration, load_calibration_file
     from grader.cases import PROFILES
@@ -350,12 +352,6 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
 
     info = None
     if backend in ("auto", "cuda"):
-        why = dev.unavailable_reason()
-        if why is not None:
-            _emit_error(fmt, output, json_out, ex.name, str(sub), "no_gpu",
-                        f"{why}: grading runs kernels on a GPU. Without one, `grade {ex.name}"
-                        f"{' --submission ' + shlex.quote(str(sub)) if submission else ''} --compile-only` "
-                        "compiles kernel.cu and prints the static report.", EXIT_ERROR, spec.total_points)
         info = dev.detect()
         if mode == "grading" and not allow_unisolated:
             why_not = _tracer_refusal()
@@ -415,6 +411,30 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
         else:
             click.echo(text)
     sys.exit(code)
+
+
+def _no_gpu(spec, exercise: str, sub: Path, given: bool, arch: str | None, why: str, sanitize: bool, fmt: str,
+            output: str | None, json_out: str | None) -> None:  # type: ignore[no-untyped-def]
+    """No GPU here (``why``): what the static checks of --compile-only find in the submission is
+    reported as such (exit 3, the no-GPU reason beside it), as ``grade batch`` records it; without a
+    problem, the one-line no-GPU message (exit 4). Never returns."""
+    from grader.static import without_gpu
+    compile_only = f"`grade {exercise}{' --submission ' + shlex.quote(str(sub)) if given else ''} --compile-only`"
+    try:
+        problem, _ = without_gpu(spec, sub, arch or "sm_90")
+    except Exception:  # noqa: BLE001 - a grader bug in the static checks: --compile-only shows it; say no GPU
+        problem = None
+    if problem:
+        _emit_error(fmt, output, json_out, exercise, str(sub), "static_check",
+                    f"{problem}; not graded: the static checks of {compile_only} found this (fix it first), and "
+                    f"this machine has no GPU to grade on: {why}", EXIT_NOT_GRADED, spec.total_points)
+    needs = "grading runs kernels on a GPU"
+    if sanitize:
+        from grader.sanitize import MISSING, find_sanitizer
+        needs = "--sanitize runs kernels on a GPU" + ("" if find_sanitizer() else f"; also {MISSING}")
+    _emit_error(fmt, output, json_out, exercise, str(sub), "no_gpu",
+                f"{why}: {needs}. Without a GPU, {compile_only} compiles kernel.cu and prints the static report.",
+                EXIT_ERROR, spec.total_points)
 
 
 def _write_plot(result, path: Path) -> None:  # type: ignore[no-untyped-def]
