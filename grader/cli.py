@@ -122,8 +122,9 @@ def _root(root: str | None) -> Path:
         raise click.UsageError(str(exc)) from None
 
 
-def _exercises(root: Path, names: tuple[str, ...] | list[str]):  # type: ignore[no-untyped-def]
-    """The named exercises (each may be a comma-separated list), or all when none is named."""
+def _exercises(root: Path, names: tuple[str, ...] | list[str], commands: tuple[str, ...] = ()):  # type: ignore[no-untyped-def]
+    """The named exercises (each may be a comma-separated list), or all when none is named;
+    ``commands`` (the words `grade` also takes there) are suggested when one is close to a name."""
     from grader.spec import list_exercises, resolve_exercise
     if not names:
         return list_exercises(root)
@@ -131,9 +132,15 @@ def _exercises(root: Path, names: tuple[str, ...] | list[str]):  # type: ignore[
     if not wanted:
         raise click.UsageError(f"no exercise named in {list(names)!r}; see `grade list`")
     try:
-        return [resolve_exercise(root, n) for n in wanted]
+        return [resolve_exercise(root, n, commands) for n in wanted]
     except LookupError as exc:
         raise click.UsageError(str(exc)) from None
+
+
+def _commands() -> tuple[str, ...]:
+    """The subcommands `grade WORD` could have meant (those its help lists here; not run)."""
+    ctx = click.Context(main)
+    return tuple(c for c in main.list_commands(ctx) if c != "run")
 
 
 def _writable(path: str | None, option: str) -> None:
@@ -302,7 +309,7 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
         if why:
             raise click.BadParameter(why, param_hint="--arch")
     r = _root(root)
-    ex = _exercises(r, [exercise])[0]
+    ex = _exercises(r, [exercise], _commands())[0]
     if submission is not None and not submission.strip():
         raise click.BadParameter("is empty; give a folder with kernel.cu and solution.py", param_hint="--submission")
     sub = Path(submission) if submission else ex.template

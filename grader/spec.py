@@ -832,11 +832,13 @@ def list_exercises(root: Path) -> list[Exercise]:
     return out
 
 
-def resolve_exercise(root: Path, query: str) -> Exercise:
+def resolve_exercise(root: Path, query: str, commands: tuple[str, ...] = ()) -> Exercise:
     """Resolve ``7``, ``07``, ``ex07``, ``ex07_softmax`` or ``softmax`` to an exercise.
+    ``commands``: the other words ``grade`` takes there (its subcommands), for the suggestion.
 
     Raises:
-        LookupError: naming the known exercises when nothing (or more than one) matches.
+        LookupError: naming the known exercises when nothing (or more than one) matches, and the
+            closest exercise names or commands (difflib) when one is close.
     """
     exercises = list_exercises(root)
     q = query.strip().lower()
@@ -847,8 +849,19 @@ def resolve_exercise(root: Path, query: str) -> Exercise:
         matches = [e for e in exercises if e.name == q or e.name[5:] == q]
     if len(matches) != 1:
         known = ", ".join(e.name for e in exercises) or "none"
-        raise LookupError(f"no exercise matches {query!r}; known: {known} (see `grade list`)")
+        raise LookupError(f"no exercise matches {query!r}{_did_you_mean(q, exercises, commands)}; known: {known} "
+                          f"(see `grade list`)")
     return matches[0]
+
+
+def _did_you_mean(query: str, exercises: list[Exercise], commands: tuple[str, ...]) -> str:
+    """" (did you mean ex07_softmax?)" (or "`grade list`" for a command), from difflib's closest
+    match over the exercise names, their words after exNN_, and ``commands``; "" when none is close."""
+    import difflib
+    words = {e.name: e.name for e in exercises} | {e.name[5:]: e.name for e in exercises}
+    words |= {c: f"`grade {c}`" for c in commands}
+    close = difflib.get_close_matches(query, list(words), n=1)
+    return f" (did you mean {words[close[0]]}?)" if close else ""
 
 
 def dims_label(dims: Mapping[str, int]) -> str:
