@@ -174,7 +174,9 @@ def row(job: Job, data: dict, reused: bool, out: Path, fmt: str) -> Row:
 
 
 def _missing_row(job: Job) -> Row:
-    return Row(job.student, job.exercise.name, "missing", 0.0, None, False, 0.0, 0.0, None, 0, 3, False, "",
+    """A pair without a folder: 0 points of the exercise's total (max_score, as on every other row;
+    None only when its spec cannot be read)."""
+    return Row(job.student, job.exercise.name, "missing", 0.0, job_max(job), False, 0.0, 0.0, None, 0, 3, False, "",
                f"no folder {job.folder}")
 
 

@@ -860,12 +860,8 @@ def batch_cmd(submissions: str, names: str, gpus: str, out: str, fmt: str, mode:
             why = unavailable_reason() or "no GPU"
             rows = gb.static_rows(jobs, missing, why)
             gb.write_summaries(out_dir, rows)
-            bad = sum(r.status == "not_graded" for r in rows)
-            absent = sum(r.status == "missing" for r in rows)
-            click.echo(f"grade: {why}: batch grading runs kernels on a GPU; nothing was graded. The static checks "
-                       f"found {bad} submission(s) that cannot be graded" +
-                       (f" ({absent} student/exercise pair(s) have no folder)" if absent else "") +
-                       f": {out_dir / 'summary.csv'} (column reason)", err=True)
+            click.echo(f"grade: {why}: batch grading runs kernels on a GPU; nothing was graded. "
+                       f"{_static_counts(rows)}: {out_dir / 'summary.csv'} (column reason)", err=True)
             sys.exit(EXIT_ERROR)
         if mode == "grading" and not allow_unisolated:  # once, not once per student
             why_not = _isolation_refusal() or _tracer_refusal()
@@ -907,6 +903,25 @@ def batch_cmd(submissions: str, names: str, gpus: str, out: str, fmt: str, mode:
                             extra, on_done=done, missing=missing)
     _batch_table(console, rows, out_dir, missing)
     _batch_exit(rows, fail_under)
+
+
+def _static_counts(rows: list) -> str:  # type: ignore[type-arg]
+    """What a batch without a GPU found, each count named for what it counts: "Of 4 student/exercise
+    pairs, 2 cannot be graded as submitted (...), 2 have no folder"."""
+    def n(count: int, one: str, many: str) -> str:
+        return f"{count} {one if count == 1 else many}"
+    bad = sum(r.status == "not_graded" for r in rows)
+    absent = sum(r.status == "missing" for r in rows)
+    waiting = sum(r.status == "error" and r.reason.startswith("not graded:") for r in rows)
+    broken = sum(r.status == "error" for r in rows) - waiting
+    parts = [n(bad, "cannot be graded as submitted (the static checks found a problem)",
+               "cannot be graded as submitted (the static checks found a problem in each)")]
+    parts += [n(absent, "has no folder", "have no folder")] if absent else []
+    parts += [n(waiting, "passed the static checks and needs a GPU", "passed the static checks and need a GPU")] \
+        if waiting else []
+    parts += [n(broken, "was not checked (its exercise's spec does not load)",
+                "were not checked (their exercise's spec does not load)")] if broken else []
+    return f"Of {n(len(rows), 'student/exercise pair', 'student/exercise pairs')}, " + ", ".join(parts)
 
 
 def _batch_table(console: Console, rows: list, out_dir: Path, missing: list) -> None:  # type: ignore[type-arg]

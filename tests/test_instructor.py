@@ -349,6 +349,7 @@ def test_batch_grades_everyone_and_resumes_after_an_interruption(runner, tmp_pat
     assert [(r["student"], r["status"], r["correct"], r["reused"]) for r in rows] == [
         ("alice", "graded", True, False), ("bob", "graded", False, False), ("carol", "graded", False, False),
         ("dave", "missing", False, False)]
+    assert rows[3]["max_score"] == rows[0]["max_score"] is not None    # a missing folder scores 0 of the same max
     carol = json.loads((res / "carol" / "ex90_add.json").read_text())
     assert carol["smallest_failure"]["status"] == "crash"
     assert (res / "alice" / "ex90_add.txt").read_text().startswith("─")
@@ -394,9 +395,11 @@ def test_batch_without_a_gpu_records_what_the_static_checks_find_then_exits_4(ru
     out = runner.invoke(cli.main, ["batch", str(subs), "--root", str(COURSE), "--out", str(res), "--exercises", "ex90"])
     assert out.exit_code == cli.EXIT_ERROR, out.output
     assert "no CUDA GPU found: batch grading runs kernels on a GPU" in out.output
-    # bob, carol and erin cannot be graded; dave handed in nothing, which is said apart
-    assert "found 3 submission(s) that cannot be graded (1 student/exercise pair(s) have no folder)" in \
-        " ".join(out.output.split()), out.output
+    # bob, carol and erin cannot be graded; dave handed in nothing, which is said apart (a new user's trial
+    # read "found 2 submission(s) that cannot be graded (2 student/exercise pair(s) have no folder)" for 4 rows)
+    assert ("Of 5 student/exercise pairs, 3 cannot be graded as submitted (the static checks found a problem in "
+            "each), 1 has no folder, 1 passed the static checks and needs a GPU:") in " ".join(out.output.split()), \
+        out.output
     with open(res / "summary.csv", newline="") as fh:
         rows = {r["student"]: r for r in csv.DictReader(fh)}
     assert {s: (r["status"], r["exit_code"]) for s, r in rows.items()} == {
@@ -408,6 +411,7 @@ def test_batch_without_a_gpu_records_what_the_static_checks_find_then_exits_4(ru
     assert "solve takes 2 positional arguments; the exercise passes 3" in rows["erin"]["reason"]
     assert rows["alice"]["reason"].startswith("not graded: no CUDA GPU found")
     assert rows["alice"]["score"] == "" and rows["bob"]["score"] == "0.0"   # nothing graded is no score, not 0
+    assert {r["max_score"] for r in rows.values()} == {"100.0"}     # dave's "missing" row too: 0 of the exercise's
     import json
     alice = next(r for r in json.loads((res / "summary.json").read_text())["rows"] if r["student"] == "alice")
     assert alice["score"] is None
