@@ -770,6 +770,9 @@ def publish_cmd(out: str, names: str, install_check: bool, force: bool, root: st
         rep = publish(r, Path(out), exs, install_check, force)
     except (FileExistsError, ValueError) as exc:
         raise click.UsageError(str(exc)) from None
+    if rep.replaced:
+        click.echo(f"--force: removed the earlier bundle in {rep.out}: everything but .git ({len(rep.replaced)} "
+                   f"entr{'y' if len(rep.replaced) == 1 else 'ies'}: {', '.join(rep.replaced)})")
     click.echo(f"wrote {rep.files} files for {', '.join(rep.exercises)} to {rep.out}")
     click.echo(f"install check: {rep.install}")
     for p in rep.problems:

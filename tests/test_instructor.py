@@ -106,6 +106,30 @@ def test_publish_writes_a_bundle_without_solutions_or_hidden_checks(runner, cour
     assert "1 hidden edge case(s)" in res.output
 
 
+def test_publish_writes_a_gitignore_for_what_students_create_in_the_bundle(runner, course, tmp_path):
+    """The bundle's README tells students to make .venv inside it; a new user's trial found no
+    .gitignore, so `git add .` would commit the venv. The bundle's own checks accept the file."""
+    import subprocess
+    out_dir = tmp_path / "bundle"
+    out = runner.invoke(cli.main, ["publish", str(out_dir), "--root", str(course), "--no-install-check"])
+    assert out.exit_code == 0 and "bundle checks passed" in out.output, out.output
+    assert ".venv" in (out_dir / "README.md").read_text()
+    lines = (out_dir / ".gitignore").read_text().splitlines()
+    assert {".venv/", "*.egg-info/", "__pycache__/", "batch-results/"} <= set(lines)
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    for junk in (".venv/bin/python", "gpu_kernel_grader.egg-info/PKG-INFO", "grader/__pycache__/cli.pyc",
+                 "batch-results/summary.csv"):
+        (out_dir / junk).parent.mkdir(parents=True, exist_ok=True)
+        (out_dir / junk).write_text("x")
+    subprocess.run(["git", "init", "-q", str(out_dir)], check=True)
+    status = subprocess.run(["git", "-C", str(out_dir), "status", "--porcelain", "--untracked-files=all"],
+                            capture_output=True, text=True, check=True).stdout
+    assert "student_template/ex90_add/kernel.cu" in status and ".gitignore" in status
+    for junk in (".venv/", "egg-info", "__pycache__", "batch-results"):
+        assert junk not in status, status
+
+
 def test_publish_catches_a_planted_solution_line(runner, course, tmp_path):
     sol_line = "    c[...] = a + b"
     assert sol_line in (course / "solutions" / "ex90_add" / "solution.py").read_text()
@@ -219,6 +243,10 @@ def test_publish_force_replaces_only_an_earlier_bundle_and_keeps_its_git_folder(
     out = runner.invoke(cli.main, ["publish", str(repo), "--root", str(course), "--no-install-check", "--force",
                                    "--exercises", "ex91"])
     assert out.exit_code == 0, out.output
+    # what --force deleted is said, before what it wrote
+    said = out.output.splitlines()[0]
+    assert said.startswith(f"--force: removed the earlier bundle in {repo}: everything but .git (") and \
+        "exercises" in said and "README.md" in said, out.output
     assert (repo / ".git" / "HEAD").is_file() and not (repo / "exercises" / "stale.txt").exists()
     assert (repo / "exercises" / "ex91_axpy").is_dir() and not (repo / "exercises" / "ex90_add").exists()
 
