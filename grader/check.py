@@ -40,6 +40,13 @@ def _todos(ex: Exercise) -> list[str]:
     return found
 
 
+def oracle_problem(exc: Exception, path: Path) -> str:
+    """One line for an oracle that does not load: load_oracle's own messages name the file and the
+    fix already (printed as they are); anything reference.py raised is named with its file."""
+    text = str(exc)
+    return text if text.startswith(str(path.parent)) else f"{path.name}: {type(exc).__name__}: {text}"
+
+
 def check_exercise(ex: Exercise, gpu: bool, controls: bool = True,
                    grade_fn: Callable[[Spec, Path, Path | None], object] | None = None) -> list[CheckRow]:
     """Every check for one exercise. ``grade_fn(spec, folder, reference)`` grades on the GPU
@@ -94,7 +101,7 @@ def check_exercise(ex: Exercise, gpu: bool, controls: bool = True,
         load_oracle(spec)
         add("oracle", True, "reference.py loads")
     except Exception as exc:  # noqa: BLE001 - a broken oracle is this exercise's problem, not the check's
-        add("oracle", False, f"reference.py: {type(exc).__name__}: {exc}")
+        add("oracle", False, oracle_problem(exc, ex.directory / "reference.py"))
         controls = False
     if controls:
         from grader.controls import run_controls

@@ -351,8 +351,9 @@ def check_bundle(out: Path, exercises: list[Exercise]) -> list[str]:
             from grader.instance import load_oracle
             load_oracle(load_spec(out / "exercises" / ex.name / "spec.toml"))
         except Exception as exc:  # noqa: BLE001 - any failure is a problem of the bundle
+            from grader.check import oracle_problem
             problems.append(f"exercises/{ex.name}: the published spec or oracle does not load: "
-                            f"{type(exc).__name__}: {exc}")
+                            f"{oracle_problem(exc, out / 'exercises' / ex.name / 'reference.py')}")
     return problems
 
 

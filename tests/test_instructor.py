@@ -54,6 +54,20 @@ def test_check_fails_on_a_broken_stub_and_a_bad_spec(runner, course):
     assert out.exit_code == cli.EXIT_BELOW and "kind 'constantly' is unknown" in out.output
 
 
+def test_check_names_an_oracle_without_reference_once(runner, course):
+    """A new user's trial: "reference.py: AttributeError: /tmp/.../reference.py: defines no reference(xp, *args)"."""
+    ref = course / "exercises" / "ex90_add" / "reference.py"
+    ref.write_text(ref.read_text().replace("def reference(", "def not_the_reference("))
+    out = runner.invoke(cli.main, ["check", "ex90", "--root", str(course), "--no-controls"])
+    assert out.exit_code == cli.EXIT_BELOW
+    line = next(ln for ln in out.output.splitlines() if " oracle " in ln)
+    assert f"{ref}: defines no reference(xp, *args); fix: add it" in line, line
+    assert line.count("reference.py") == 1 and "AttributeError" not in line, line
+    ref.write_text("x = (\n")    # what reference.py itself raises is still named with its file
+    out = runner.invoke(cli.main, ["check", "ex90", "--root", str(course), "--no-controls"])
+    assert "reference.py: SyntaxError:" in next(ln for ln in out.output.splitlines() if " oracle " in ln)
+
+
 def test_check_catches_an_oracle_that_cannot_tell_right_from_wrong(runner, course):
     """If the spec's tolerance accepts anything, the spoiled controls pass: the check says so."""
     spec = course / "exercises" / "ex90_add" / "spec.toml"
