@@ -69,7 +69,8 @@ def check_exercise(ex: Exercise, gpu: bool, controls: bool = True,
     except SpecError as exc:
         add("spec", False, str(exc))
         return rows
-    add("spec", True, f"{len(spec.edge_cases)} edge cases, {len(spec.benchmarks)} benchmark shapes")
+    edges, shapes = len(spec.edge_cases), len(spec.benchmarks)
+    add("spec", True, f"{edges} edge case{'s' if edges != 1 else ''}, {shapes} benchmark shape{'s' if shapes != 1 else ''}")
     add("points", spec.total_points > 0,
         f"correctness {spec.points_correctness:g} + performance {spec.points_performance:g} = {spec.total_points:g}")
     todos = _todos(ex)

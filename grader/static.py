@@ -626,8 +626,9 @@ def check_solution_py(path: Path, nargs: int) -> list[str]:
             positional = len(a.posonlyargs) + len(a.args)
             required = positional - len(a.defaults)
             if a.vararg is None and positional < nargs or required > nargs:
-                problems.append(f"solution.py:{node.lineno}: solve takes {positional} positional arguments; "
-                                f"the exercise passes {nargs} (inputs then outputs)")
+                problems.append(f"solution.py:{node.lineno}: solve takes {positional} positional "
+                                f"argument{'s' if positional != 1 else ''}; the exercise passes {nargs} (inputs then "
+                                f"outputs)")
             return problems
     return problems + ["solution.py: defines no function solve(*inputs, *outputs); fix: define solve at the top level "
                        "of solution.py, taking the exercise's inputs then outputs (see the template)"]

@@ -47,7 +47,7 @@ def test_check_fails_on_a_broken_stub_and_a_bad_spec(runner, course):
     (course / "student_template" / "ex90_add" / "solution.py").write_text("def solve(a):\n    pass\n")
     out = runner.invoke(cli.main, ["check", "ex90", "--root", str(course)])
     assert out.exit_code == cli.EXIT_BELOW
-    assert "solve takes 1 positional arguments; the exercise passes 3" in out.output
+    assert "solve takes 1 positional argument; the exercise passes 3" in out.output
     spec = course / "exercises" / "ex91_axpy" / "spec.toml"
     spec.write_text(spec.read_text().replace('kind = "constant"', 'kind = "constantly"'))
     out = runner.invoke(cli.main, ["check", "ex91", "--root", str(course)])
@@ -85,6 +85,7 @@ def test_new_scaffolds_an_exercise_that_check_accepts_with_todos(runner, course)
     out = runner.invoke(cli.main, ["check", "ex17", "--root", str(course)])
     assert out.exit_code == 0, out.output
     assert "TODOs" in out.output and "todo" in out.output
+    assert "3 edge cases, 1 benchmark shape " in out.output + " ", out.output    # one shape: singular
 
 
 def test_new_from_an_existing_exercise_renames_it(runner, course):
@@ -95,10 +96,15 @@ def test_new_from_an_existing_exercise_renames_it(runner, course):
     assert (course / "solutions" / "ex18_axpy" / "solution.py").is_file()
 
 
-@pytest.mark.parametrize("name, words", [("17_bad", "looks like ex17_my_kernel"), ("ex90_again", "already uses")])
+@pytest.mark.parametrize("name, words", [
+    ("17_bad", "looks like ex17_my_kernel"),
+    ("ex90_again", "ex90_again: its number ex90 is taken by ex90_add; fix: choose another exNN (ex92 is free)"),
+    ("ex90_add", "ex90_add already exists (exercises/ex90_add); fix: choose another name (ex92 is free), or edit that one")])
 def test_new_rejects_bad_names(runner, course, name, words):
+    """A new user's trial read "ex13_relu: ex13_relu already uses that number" for a name that exists."""
     out = runner.invoke(cli.main, ["new", name, "--root", str(course)])
-    assert out.exit_code == 2 and words in out.output
+    assert out.exit_code == 2 and words in " ".join(out.output.split()), out.output
+    assert "already uses that number" not in out.output
 
 
 # -- publish ---------------------------------------------------------------------------------------

@@ -208,7 +208,7 @@ def test_sanitize_without_the_tool_or_a_gpu_names_both_the_gpu_first(runner, mon
 @pytest.mark.parametrize("what, kernel, solution, words", [
     ("compile error", BROKEN_KERNEL, None, "kernel.cu:3: error"),
     ("no solve", None, "import numpy as np\n", "solution.py: defines no function solve"),
-    ("malformed solve", None, "def solve(a):\n    pass\n", "solve takes 1 positional")])
+    ("malformed solve", None, "def solve(a):\n    pass\n", "solve takes 1 positional argument; the exercise passes 3")])
 def test_without_a_gpu_a_problem_the_static_checks_find_is_the_submissions(runner, tmp_path, no_gpu, what, kernel,
                                                                           solution, words):
     """A new user's trial: without a GPU a missing kernel.cu was exit 3, but a compile error or a
