@@ -30,13 +30,16 @@ class CheckRow:
 
 
 def _todos(ex: Exercise) -> list[str]:
+    """Where TODO markers are left, as FILE:LINE relative to the course folder (solutions/ and
+    exercises/ hold files of the same name)."""
+    root = ex.directory.parent.parent
     found = []
     for path in (ex.spec_path, ex.directory / "README.md", ex.directory / "reference.py",
                  ex.solution / "kernel.cu", ex.solution / "solution.py"):
         if path.is_file():
             for i, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
                 if TODO.search(line):
-                    found.append(f"{path.parent.name}/{path.name}:{i}")
+                    found.append(f"{path.relative_to(root) if path.is_relative_to(root) else path}:{i}")
     return found
 
 

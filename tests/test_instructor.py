@@ -86,6 +86,12 @@ def test_new_scaffolds_an_exercise_that_check_accepts_with_todos(runner, course)
     assert out.exit_code == 0, out.output
     assert "TODOs" in out.output and "todo" in out.output
     assert "3 edge cases, 1 benchmark shape " in out.output + " ", out.output    # one shape: singular
+    # TODO locations relative to the course: solutions/ and student_template/ both have a kernel.cu
+    from grader.check import check_exercise
+    from grader.spec import resolve_exercise
+    (todo,) = [r for r in check_exercise(resolve_exercise(course, "ex17"), False, False) if r.item == "TODOs"]
+    assert todo.detail.startswith("6 left: exercises/ex17_copy/spec.toml:1, "), todo.detail
+    assert "solutions/ex17_copy/kernel.cu:1" in todo.detail and " ex17_copy/kernel.cu" not in todo.detail
 
 
 def test_new_from_an_existing_exercise_renames_it(runner, course):
