@@ -174,7 +174,9 @@ def row(job: Job, data: dict, reused: bool, out: Path, fmt: str) -> Row:
 
 
 def _missing_row(job: Job) -> Row:
-    return Row(job.student, job.exercise.name, "missing", 0.0, None, False, 0.0, 0.0, None, 0, 3, False, "",
+    """A pair without a folder: 0 points of the exercise's total (max_score, as on every other row;
+    None only when its spec cannot be read)."""
+    return Row(job.student, job.exercise.name, "missing", 0.0, job_max(job), False, 0.0, 0.0, None, 0, 3, False, "",
                f"no folder {job.folder}")
 
 
@@ -185,21 +187,20 @@ def static_rows(jobs: list[Job], missing: list[Job], no_gpu: str, arch: str = "s
     is "error" (exit code 4: not graded here), its reason saying so. No per-student result is
     written, so a later run on a GPU grades everyone."""
     from grader.spec import SpecError, load_spec
-    from grader.static import static_report
+    from grader.static import without_gpu
 
     rows = [_missing_row(j) for j in missing]
     for job in jobs:
         try:
             spec = load_spec(job.exercise.spec_path)
-            rep = static_report(spec, job.folder, arch)
+            problem, rep = without_gpu(spec, job.folder, arch)
         except SpecError as exc:
             rows.append(Row(job.student, job.exercise.name, "error", 0.0, None, False, 0.0, 0.0, None, 0, 4, False,
                             "", str(exc)))
             continue
-        if rep.problems:
-            more = f" (and {len(rep.problems) - 1} more)" if len(rep.problems) > 1 else ""
+        if problem:
             rows.append(Row(job.student, job.exercise.name, "not_graded", 0.0, spec.total_points, False, 0.0, 0.0,
-                            None, 0, 3, False, "", rep.problems[0] + more))
+                            None, 0, 3, False, "", problem))
         else:
             checked = "no problem found by the static checks" + ("" if rep.compiled else "; kernel.cu was NOT compiled")
             rows.append(Row(job.student, job.exercise.name, "error", 0.0, spec.total_points, False, 0.0, 0.0, None,

@@ -30,14 +30,24 @@ class CheckRow:
 
 
 def _todos(ex: Exercise) -> list[str]:
+    """Where TODO markers are left, as FILE:LINE relative to the course folder (solutions/ and
+    exercises/ hold files of the same name)."""
+    root = ex.directory.parent.parent
     found = []
     for path in (ex.spec_path, ex.directory / "README.md", ex.directory / "reference.py",
                  ex.solution / "kernel.cu", ex.solution / "solution.py"):
         if path.is_file():
             for i, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
                 if TODO.search(line):
-                    found.append(f"{path.parent.name}/{path.name}:{i}")
+                    found.append(f"{path.relative_to(root) if path.is_relative_to(root) else path}:{i}")
     return found
+
+
+def oracle_problem(exc: Exception, path: Path) -> str:
+    """One line for an oracle that does not load: load_oracle's own messages name the file and the
+    fix already (printed as they are); anything reference.py raised is named with its file."""
+    text = str(exc)
+    return text if text.startswith(str(path.parent)) else f"{path.name}: {type(exc).__name__}: {text}"
 
 
 def check_exercise(ex: Exercise, gpu: bool, controls: bool = True,
@@ -62,7 +72,8 @@ def check_exercise(ex: Exercise, gpu: bool, controls: bool = True,
     except SpecError as exc:
         add("spec", False, str(exc))
         return rows
-    add("spec", True, f"{len(spec.edge_cases)} edge cases, {len(spec.benchmarks)} benchmark shapes")
+    edges, shapes = len(spec.edge_cases), len(spec.benchmarks)
+    add("spec", True, f"{edges} edge case{'s' if edges != 1 else ''}, {shapes} benchmark shape{'s' if shapes != 1 else ''}")
     add("points", spec.total_points > 0,
         f"correctness {spec.points_correctness:g} + performance {spec.points_performance:g} = {spec.total_points:g}")
     todos = _todos(ex)
@@ -94,7 +105,7 @@ def check_exercise(ex: Exercise, gpu: bool, controls: bool = True,
         load_oracle(spec)
         add("oracle", True, "reference.py loads")
     except Exception as exc:  # noqa: BLE001 - a broken oracle is this exercise's problem, not the check's
-        add("oracle", False, f"reference.py: {type(exc).__name__}: {exc}")
+        add("oracle", False, oracle_problem(exc, ex.directory / "reference.py"))
         controls = False
     if controls:
         from grader.controls import run_controls

@@ -122,8 +122,9 @@ def _root(root: str | None) -> Path:
         raise click.UsageError(str(exc)) from None
 
 
-def _exercises(root: Path, names: tuple[str, ...] | list[str]):  # type: ignore[no-untyped-def]
-    """The named exercises (each may be a comma-separated list), or all when none is named."""
+def _exercises(root: Path, names: tuple[str, ...] | list[str], commands: tuple[str, ...] = ()):  # type: ignore[no-untyped-def]
+    """The named exercises (each may be a comma-separated list), or all when none is named;
+    ``commands`` (the words `grade` also takes there) are suggested when one is close to a name."""
     from grader.spec import list_exercises, resolve_exercise
     if not names:
         return list_exercises(root)
@@ -131,9 +132,15 @@ def _exercises(root: Path, names: tuple[str, ...] | list[str]):  # type: ignore[
     if not wanted:
         raise click.UsageError(f"no exercise named in {list(names)!r}; see `grade list`")
     try:
-        return [resolve_exercise(root, n) for n in wanted]
+        return [resolve_exercise(root, n, commands) for n in wanted]
     except LookupError as exc:
         raise click.UsageError(str(exc)) from None
+
+
+def _commands() -> tuple[str, ...]:
+    """The subcommands `grade WORD` could have meant (those its help lists here; not run)."""
+    ctx = click.Context(main)
+    return tuple(c for c in main.list_commands(ctx) if c != "run")
 
 
 def _writable(path: str | None, option: str) -> None:
@@ -302,7 +309,7 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
         if why:
             raise click.BadParameter(why, param_hint="--arch")
     r = _root(root)
-    ex = _exercises(r, [exercise])[0]
+    ex = _exercises(r, [exercise], _commands())[0]
     if submission is not None and not submission.strip():
         raise click.BadParameter("is empty; give a folder with kernel.cu and solution.py", param_hint="--submission")
     sub = Path(submission) if submission else ex.template
@@ -334,14 +341,16 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
         from dataclasses import replace
         spec = replace(spec, limits=replace(spec.limits, case_s=case_limit))
     from grader import device as dev
+    if backend in ("auto", "cuda"):
+        why = dev.unavailable_reason()
+        if why is not None:
+            _no_gpu(spec, ex.name, sub, submission is not None, arch, why, bool(tools), fmt, output, json_out)
     sanitizer = None
     if tools:  # before grading: without the tool nothing here can help
         from grader.sanitize import MISSING, find_sanitizer
         sanitizer = find_sanitizer()
         if sanitizer is None:
-            no_gpu = dev.unavailable_reason() if backend in ("auto", "cuda") else None
-            also = f"; this machine has no GPU either ({no_gpu}), and --sanitize needs both" if no_gpu else ""
-            _emit_error(fmt, output, json_out, ex.name, str(sub), "no_sanitizer", MISSING + also, EXIT_ERROR)
+            _emit_error(fmt, output, json_out, ex.name, str(sub), "no_sanitizer", MISSING, EXIT_ERROR)
 
     from grader.calibration import load_calibration, load_calibration_file
     from grader.cases import PROFILES
@@ -350,12 +359,6 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
 
     info = None
     if backend in ("auto", "cuda"):
-        why = dev.unavailable_reason()
-        if why is not None:
-            _emit_error(fmt, output, json_out, ex.name, str(sub), "no_gpu",
-                        f"{why}: grading runs kernels on a GPU. Without one, `grade {ex.name}"
-                        f"{' --submission ' + shlex.quote(str(sub)) if submission else ''} --compile-only` "
-                        "compiles kernel.cu and prints the static report.", EXIT_ERROR, spec.total_points)
         info = dev.detect()
         if mode == "grading" and not allow_unisolated:
             why_not = _tracer_refusal()
@@ -415,6 +418,30 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
         else:
             click.echo(text)
     sys.exit(code)
+
+
+def _no_gpu(spec, exercise: str, sub: Path, given: bool, arch: str | None, why: str, sanitize: bool, fmt: str,
+            output: str | None, json_out: str | None) -> None:  # type: ignore[no-untyped-def]
+    """No GPU here (``why``): what the static checks of --compile-only find in the submission is
+    reported as such (exit 3, the no-GPU reason beside it), as ``grade batch`` records it; without a
+    problem, the one-line no-GPU message (exit 4). Never returns."""
+    from grader.static import without_gpu
+    compile_only = f"`grade {exercise}{' --submission ' + shlex.quote(str(sub)) if given else ''} --compile-only`"
+    try:
+        problem, _ = without_gpu(spec, sub, arch or "sm_90")
+    except Exception:  # noqa: BLE001 - a grader bug in the static checks: --compile-only shows it; say no GPU
+        problem = None
+    if problem:
+        _emit_error(fmt, output, json_out, exercise, str(sub), "static_check",
+                    f"{problem}; not graded: the static checks of {compile_only} found this (fix it first), and "
+                    f"this machine has no GPU to grade on: {why}", EXIT_NOT_GRADED, spec.total_points)
+    needs = "grading runs kernels on a GPU"
+    if sanitize:
+        from grader.sanitize import MISSING, find_sanitizer
+        needs = "--sanitize runs kernels on a GPU" + ("" if find_sanitizer() else f"; also {MISSING}")
+    _emit_error(fmt, output, json_out, exercise, str(sub), "no_gpu",
+                f"{why}: {needs}. Without a GPU, {compile_only} compiles kernel.cu and prints the static report.",
+                EXIT_ERROR, spec.total_points)
 
 
 def _write_plot(result, path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -743,6 +770,9 @@ def publish_cmd(out: str, names: str, install_check: bool, force: bool, root: st
         rep = publish(r, Path(out), exs, install_check, force)
     except (FileExistsError, ValueError) as exc:
         raise click.UsageError(str(exc)) from None
+    if rep.replaced:
+        click.echo(f"--force: removed the earlier bundle in {rep.out}: everything but .git ({len(rep.replaced)} "
+                   f"entr{'y' if len(rep.replaced) == 1 else 'ies'}: {', '.join(rep.replaced)})")
     click.echo(f"wrote {rep.files} files for {', '.join(rep.exercises)} to {rep.out}")
     click.echo(f"install check: {rep.install}")
     for p in rep.problems:
@@ -833,12 +863,8 @@ def batch_cmd(submissions: str, names: str, gpus: str, out: str, fmt: str, mode:
             why = unavailable_reason() or "no GPU"
             rows = gb.static_rows(jobs, missing, why)
             gb.write_summaries(out_dir, rows)
-            bad = sum(r.status == "not_graded" for r in rows)
-            absent = sum(r.status == "missing" for r in rows)
-            click.echo(f"grade: {why}: batch grading runs kernels on a GPU; nothing was graded. The static checks "
-                       f"found {bad} submission(s) that cannot be graded" +
-                       (f" ({absent} student/exercise pair(s) have no folder)" if absent else "") +
-                       f": {out_dir / 'summary.csv'} (column reason)", err=True)
+            click.echo(f"grade: {why}: batch grading runs kernels on a GPU; nothing was graded. "
+                       f"{_static_counts(rows)}: {out_dir / 'summary.csv'} (column reason)", err=True)
             sys.exit(EXIT_ERROR)
         if mode == "grading" and not allow_unisolated:  # once, not once per student
             why_not = _isolation_refusal() or _tracer_refusal()
@@ -880,6 +906,25 @@ def batch_cmd(submissions: str, names: str, gpus: str, out: str, fmt: str, mode:
                             extra, on_done=done, missing=missing)
     _batch_table(console, rows, out_dir, missing)
     _batch_exit(rows, fail_under)
+
+
+def _static_counts(rows: list) -> str:  # type: ignore[type-arg]
+    """What a batch without a GPU found, each count named for what it counts: "Of 4 student/exercise
+    pairs, 2 cannot be graded as submitted (...), 2 have no folder"."""
+    def n(count: int, one: str, many: str) -> str:
+        return f"{count} {one if count == 1 else many}"
+    bad = sum(r.status == "not_graded" for r in rows)
+    absent = sum(r.status == "missing" for r in rows)
+    waiting = sum(r.status == "error" and r.reason.startswith("not graded:") for r in rows)
+    broken = sum(r.status == "error" for r in rows) - waiting
+    parts = [n(bad, "cannot be graded as submitted (the static checks found a problem)",
+               "cannot be graded as submitted (the static checks found a problem in each)")]
+    parts += [n(absent, "has no folder", "have no folder")] if absent else []
+    parts += [n(waiting, "passed the static checks and needs a GPU", "passed the static checks and need a GPU")] \
+        if waiting else []
+    parts += [n(broken, "was not checked (its exercise's spec does not load)",
+                "were not checked (their exercise's spec does not load)")] if broken else []
+    return f"Of {n(len(rows), 'student/exercise pair', 'student/exercise pairs')}, " + ", ".join(parts)
 
 
 def _batch_table(console: Console, rows: list, out_dir: Path, missing: list) -> None:  # type: ignore[type-arg]

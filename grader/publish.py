@@ -3,7 +3,8 @@
 The bundle holds the grader package, ``pyproject.toml``, the calibration files,
 ``docs/spec-format.md`` (the specs point to it), each published exercise's
 ``exercises/<name>/`` (spec without hidden checks, README, oracle) and its stub as
-``student_template/<name>/``, and a student README. Nothing from ``solutions/``, ``tests/`` or
+``student_template/<name>/``, a student README, and a ``.gitignore`` (GITIGNORE: what the
+student's venv, pip and ``grade batch`` write there). Nothing from ``solutions/``, ``tests/`` or
 ``benchmarks/``. Hidden checks are removed from a spec by editing its TOML document (tomlkit), so
 every comment and the rest of the text stay as the instructor wrote them. Then it checks its own
 output:
@@ -51,6 +52,7 @@ class PublishReport:
     files: int
     problems: tuple[str, ...]
     install: str
+    replaced: tuple[str, ...] = ()   # with --force: the entries of the earlier bundle removed (all but .git)
 
 
 _HEADER = re.compile(r"^\s*(\[\[|\[)\s*([^\]]+?)\s*\]\]?\s*(?:#.*)?$")
@@ -187,6 +189,17 @@ def _bundle_pyproject(src: Path, dest: Path) -> None:
 
 # A file at the top of every published bundle: the instructor's commands refuse to run there
 BUNDLE_MARKER = ".grade-student-bundle"
+# The bundle's .gitignore: what a student's work in it creates (the README's .venv, pip's build
+# files, grade batch's default --out) stays out of their repository
+GITIGNORE = """\
+# written by `grade publish`: what installing and grading here create
+.venv/
+venv/
+*.egg-info/
+__pycache__/
+*.pyc
+batch-results/
+"""
 _CITED_PATH = re.compile(r"`?\b((?:benchmarks|tests|solutions)/[\w./-]+)`?")
 
 
@@ -220,6 +233,7 @@ def publish(root: Path, out: Path, exercises: list[Exercise], check_install: boo
     """
     out = out.resolve()
     course = root.resolve()
+    replaced: list[str] = []
     if out == course or course in out.parents or out in course.parents:
         raise ValueError(f"{out}: is the course folder, inside it or above it; fix: publish to a folder outside "
                          f"{course}")
@@ -234,6 +248,7 @@ def publish(root: Path, out: Path, exercises: list[Exercise], check_install: boo
         if not (out / BUNDLE_MARKER).is_file():
             raise FileExistsError(f"{out}: holds files that are not a bundle `grade publish` wrote (no {BUNDLE_MARKER}); "
                                   f"--force replaces only an earlier bundle; fix: choose an empty folder")
+        replaced = sorted(entry.name for entry in out.iterdir() if entry.name != ".git")
         for entry in out.iterdir():   # the earlier bundle; a clone's .git stays
             if entry.name == ".git":
                 continue
@@ -262,6 +277,7 @@ def publish(root: Path, out: Path, exercises: list[Exercise], check_install: boo
         if ex.template.is_dir():
             shutil.copytree(ex.template, out / "student_template" / ex.name, ignore=ignore)
     (out / "README.md").write_text(student_readme(exercises))
+    (out / ".gitignore").write_text(GITIGNORE)
     (out / BUNDLE_MARKER).write_text("A student bundle written by `grade publish`: no reference solutions here.\n")
     problems = check_bundle(out, exercises)
     install = "skipped (--no-install-check)"
@@ -273,7 +289,7 @@ def publish(root: Path, out: Path, exercises: list[Exercise], check_install: boo
         (out / BUNDLE_MARKER).write_text(f"NOT READY TO HAND OUT: `grade publish` found {len(problems)} problem(s) in "
                                          f"this bundle; fix them in the course and publish again.\n")
     files = sum(1 for p in out.rglob("*") if p.is_file() and ".git" not in p.relative_to(out).parts)
-    return PublishReport(out, tuple(e.name for e in exercises), files, tuple(problems), install)
+    return PublishReport(out, tuple(e.name for e in exercises), files, tuple(problems), install, tuple(replaced))
 
 
 def check_bundle(out: Path, exercises: list[Exercise]) -> list[str]:
@@ -335,8 +351,9 @@ def check_bundle(out: Path, exercises: list[Exercise]) -> list[str]:
             from grader.instance import load_oracle
             load_oracle(load_spec(out / "exercises" / ex.name / "spec.toml"))
         except Exception as exc:  # noqa: BLE001 - any failure is a problem of the bundle
+            from grader.check import oracle_problem
             problems.append(f"exercises/{ex.name}: the published spec or oracle does not load: "
-                            f"{type(exc).__name__}: {exc}")
+                            f"{oracle_problem(exc, out / 'exercises' / ex.name / 'reference.py')}")
     return problems
 
 

@@ -92,9 +92,17 @@ def create(root: Path, name: str, source: Exercise | None = None) -> list[Path]:
     """
     if not NAME_RE.match(name):
         raise ValueError(f"{name!r}: an exercise name looks like ex17_my_kernel (exNN_ then lowercase words)")
-    for ex in list_exercises(root):
-        if ex.name == name or ex.name[:4] == name[:4]:
-            raise ValueError(f"{name}: {ex.name} already uses that number; fix: choose another exNN")
+    exercises = list_exercises(root)
+    used = {int(e.name[2:4]) for e in exercises}
+    unused = [n for n in range(1, 100) if n not in used]
+    free = f"ex{next((n for n in unused if n > max(used | {0})), unused[0] if unused else 0):02d}"
+    for ex in exercises:
+        if ex.name == name:
+            raise ValueError(f"{name} already exists (exercises/{name}); fix: choose another name ({free} is free), "
+                             f"or edit that one")
+        if ex.name[:4] == name[:4]:
+            raise ValueError(f"{name}: its number {name[:4]} is taken by {ex.name}; fix: choose another exNN "
+                             f"({free} is free)")
     ex = Exercise(name, root / "exercises" / name, root / "solutions" / name, root / "student_template" / name)
     written: list[Path] = []
     if source is not None:

@@ -44,6 +44,8 @@ DEFAULT_FORBIDDEN_HEADERS = ("cub/", "thrust/", "cooperative_groups/reduce.h", "
                              "cooperative_groups/details/coalesced_scan.h")
 HEADER_FILE_SUFFIXES = (".h", ".hpp", ".hxx", ".cuh", ".inl")
 NAME_RE = re.compile(r"^ex(\d\d)_[a-z0-9_]+$")
+SECTIONS = ("exercise", "signature", "dims", "values", "edge_cases", "tolerance", "benchmark", "performance",
+            "compile", "features", "limits", "types")
 
 
 class SpecError(ValueError):
@@ -51,7 +53,8 @@ class SpecError(ValueError):
 
     def __init__(self, path: Path | str, field_name: str, problem: str, fix: str):
         self.path, self.field, self.problem, self.fix = str(path), field_name, problem, fix
-        super().__init__(f"{path}: [{field_name}] {problem}; fix: {fix}")
+        where = f"[{field_name}] " if field_name else ""   # "": not a field's problem (a TOML syntax error)
+        super().__init__(f"{path}: {where}{problem}; fix: {fix}")
 
 
 @dataclass(frozen=True)
@@ -289,8 +292,27 @@ def load_spec(path: Path | str) -> Spec:
     except FileNotFoundError:
         raise SpecError(path, "file", "does not exist", "create it (see docs/spec-format.md)") from None
     except tomllib.TOMLDecodeError as exc:
-        raise SpecError(path, "toml", f"is not valid TOML ({exc})", "correct the syntax at that line") from None
+        raise SpecError(path, "", *_toml_syntax_error(exc)) from None
     return _Parser(path, raw).spec()
+
+
+def _toml_syntax_error(exc: tomllib.TOMLDecodeError) -> tuple[str, str]:
+    """(problem, fix) of a TOML syntax error: "TOML syntax error at line L, column C: what"."""
+    text = str(exc)
+    m = re.search(r"\s*\(at line (\d+), column (\d+)\)$", text)
+    if m:
+        return (f"TOML syntax error at line {m[1]}, column {m[2]}: {text[:m.start()]}",
+                f"correct the syntax at line {m[1]} (see docs/spec-format.md)")
+    m = re.search(r"\s*\(at end of document\)$", text)
+    what = text[:m.start()] if m else text
+    return f"TOML syntax error at the end of the file: {what}", "correct the syntax there (see docs/spec-format.md)"
+
+
+def _closest(word: str, known) -> str | None:  # type: ignore[no-untyped-def]
+    """The known word closest to a misspelt ``word`` (difflib), None when none is close."""
+    import difflib
+    close = difflib.get_close_matches(word, [str(k) for k in known], n=1)
+    return close[0] if close else None
 
 
 class _Parser:
@@ -307,11 +329,24 @@ class _Parser:
             raise self.err(fld, "is missing or not a table", f"add a [{fld}] table")
         return data
 
-    def only(self, data: dict, fld: str, keys: set[str] | tuple[str, ...]) -> None:
-        """Reject keys a table does not know (a misspelt key must not be silently ignored)."""
+    def only(self, data: dict, fld: str, keys: set[str] | tuple[str, ...], what: str = "") -> None:
+        """Reject keys a table does not know (a misspelt key must not be silently ignored); checked
+        before the table's required keys, so that a misspelt one is named as such."""
         extra = set(data) - set(keys)
         if extra:
-            raise self.err(fld, f"unknown key(s) {sorted(extra)}", f"use only {', '.join(sorted(keys))}")
+            raise self.unknown(fld, extra, keys, what)
+
+    def unknown(self, fld: str, extra, known, what: str = "", kind: str = "key") -> SpecError:  # type: ignore[no-untyped-def]
+        """The error for keys ``extra`` that [fld] does not know: each named, with the closest known
+        key (did you mean ...?) when one is close; ``what`` qualifies it (e.g. " for normal")."""
+        extra = sorted(extra)
+        hints = {k: _closest(k, known) for k in extra}
+        guesses = [f"{hints[k]!r}" + (f" for {k!r}" if len(extra) > 1 else "") for k in extra if hints[k]]
+        problem = (f"unknown {kind}{'s' if len(extra) > 1 else ''} {', '.join(map(repr, extra))}{what}"
+                   + (f" (did you mean {', '.join(guesses)}?)" if guesses else ""))
+        renames = [f"rename {k!r} to {hints[k]!r}" for k in extra if hints[k]]
+        return self.err(fld, problem, "; ".join(renames) if len(renames) == len(extra)
+                        else f"use only {', '.join(sorted(str(k) for k in known))}")
 
     def get(self, data: dict, fld: str, key: str, kind: type | tuple, default: Any = ...) -> Any:
         if key not in data:
@@ -346,7 +381,11 @@ class _Parser:
 
     # -- sections ------------------------------------------------------------------------------
     def spec(self) -> Spec:
+        unknown = set(self.raw) - set(SECTIONS)
+        if unknown:   # first: a misspelt section is not "missing"
+            raise self.unknown(sorted(unknown)[0], unknown, SECTIONS, kind="section")
         ex = self.table(self.raw.get("exercise"), "exercise")
+        self.only(ex, "exercise", ("name", "title", "points", "hidden"))
         name = self.get(ex, "exercise", "name", str)
         if not NAME_RE.match(name):
             raise self.err("exercise", f"name {name!r} is not like 'ex07_softmax'", "use exNN_lowercase_words")
@@ -354,7 +393,6 @@ class _Parser:
             raise self.err("exercise", f"name {name!r} differs from its folder {self.path.parent.name!r}",
                            "make the name equal the folder name")
         title = self.get(ex, "exercise", "title", str)
-        self.only(ex, "exercise", ("name", "title", "points", "hidden"))
         hid = self.table(ex.get("hidden"), "exercise.hidden", required=False)
         self.only(hid, "exercise.hidden", ("cases", "benchmarks"))
         declared_hidden = (self.get(hid, "exercise.hidden", "cases", int, 0),
@@ -419,10 +457,6 @@ class _Parser:
         bad = [k for k in keys if getattr(limits, k) <= 0]
         if bad:
             raise self.err("limits", f"{bad[0]} must be positive", f"give {bad[0]} a number > 0")
-        unknown = set(self.raw) - {"exercise", "signature", "dims", "values", "edge_cases", "tolerance",
-                                   "benchmark", "performance", "compile", "features", "limits", "types"}
-        if unknown:
-            raise self.err(sorted(unknown)[0], "is not a known section", "remove it or fix its spelling")
         return Spec(name=name, title=title, path=self.path, inputs=inputs, outputs=outputs, dims=dims,
                     constraints=constraints, values=values, edge_cases=edge_cases, tolerances=tolerances,
                     equal_nan=equal_nan, benchmarks=benchmarks, ceiling=ceiling, performance=performance,
@@ -448,6 +482,7 @@ class _Parser:
             if not name.isidentifier():
                 raise self.err(fld, f"{name!r} is not an identifier", "use letters, digits and _")
             d = self.table(d, fld)
+            self.only(d, fld, ("min", "max", "multiple_of"))
             lo = self.get(d, fld, "min", int)
             hi = self.get(d, fld, "max", int)
             mult = self.get(d, fld, "multiple_of", int, 1)
@@ -459,9 +494,6 @@ class _Parser:
                 raise self.err(fld, f"multiple_of ({mult}) is below 1", "set multiple_of >= 1")
             if (hi // mult) * mult < lo:
                 raise self.err(fld, f"no multiple of {mult} lies in [{lo}, {hi}]", "widen the range")
-            extra = set(d) - {"min", "max", "multiple_of"}
-            if extra:
-                raise self.err(fld, f"unknown key(s) {sorted(extra)}", "use min, max, multiple_of")
             dims.append(DimSpec(name, lo, hi, mult))
         if not dims:
             raise self.err("dims", "declares no dimension", "add e.g. [dims.n] min = 1, max = 1024")
@@ -564,6 +596,7 @@ class _Parser:
                 if kind == "constant" and not isinstance(t, ScalarSpec):
                     raise self.err(f, "a constant is allowed only for scalars (constant arrays hide bugs)",
                                    "use normal, uniform, integers or skewed")
+                self.only(d, f, ("kind", *DISTRIBUTIONS[kind]), f" for {kind}")
                 params = {}
                 for key in DISTRIBUTIONS[kind]:
                     if key in OPTIONAL_PARAMS.get(kind, ()) and key not in d:
@@ -571,9 +604,6 @@ class _Parser:
                     params[key] = float(self.get(d, f, key, (int, float)))
                     if not math.isfinite(params[key]) and not (kind == "masked" and key == "value"):
                         raise self.err(f, f"{key} = {params[key]} is not finite", "give a finite number")
-                extra = set(d) - {"kind", *DISTRIBUTIONS[kind]}
-                if extra:
-                    raise self.err(f, f"unknown key(s) {sorted(extra)} for {kind}", f"use {', '.join(DISTRIBUTIONS[kind])}")
                 if kind in ("normal", "masked", "row_constant") and params["std"] <= 0:
                     raise self.err(f, "std must be > 0 (never all-constant data)", "set std > 0")
                 if kind == "cauchy" and params["scale"] <= 0:
@@ -627,15 +657,20 @@ class _Parser:
                 pinned.append((name, value))
         return tuple(pinned)
 
-    def dims_table(self, data: Any, fld: str, dims: tuple[DimSpec, ...],
-                   constraints: tuple[Expr, ...]) -> tuple[tuple[str, int], ...]:
+    def dims_table(self, data: Any, fld: str, dims: tuple[DimSpec, ...], constraints: tuple[Expr, ...],
+                   other: tuple[str, ...] = ()) -> tuple[tuple[str, int], ...]:
+        """The dims of an edge case or a benchmark: a value for every dim, nothing else (``other``:
+        the table's other keys, already taken out, named in the suggestions)."""
         data = self.table(data, fld)
         names = [d.name for d in dims]
         missing = [n for n in names if n not in data]
         extra = [k for k in data if k not in names]
-        if missing or extra:
-            raise self.err(fld, f"dims must be exactly {names} (missing {missing}, unknown {extra})",
-                           "give every dim a value and nothing else")
+        no_value = f"no value for dim{'s' if len(missing) > 1 else ''} {', '.join(map(repr, missing))}"
+        if extra:
+            err = self.unknown(fld, extra, (*names, *other))
+            raise self.err(fld, err.problem + (f"; {no_value}" if missing else ""), err.fix)
+        if missing:
+            raise self.err(fld, f"has {no_value}", f"give every dim a value ({', '.join(f'{n} = ...' for n in missing)})")
         for k in names:
             if not isinstance(data[k], int) or isinstance(data[k], bool):
                 raise self.err(fld, f"{k} = {data[k]!r} is not an integer", "use an integer")
@@ -656,7 +691,8 @@ class _Parser:
             c.pop("hidden", None)
             pins = self.value_pins(c.pop("values", {}), f"{fld}.values")
             pinned = self.pinned_types(c, fld, types)
-            cases.append(EdgeCase(self.dims_table(c, fld, dims, constraints), hidden, pinned, pins))
+            cases.append(EdgeCase(self.dims_table(c, fld, dims, constraints, ("hidden", "values", *types)), hidden,
+                                  pinned, pins))
         return tuple(cases)
 
     def value_pins(self, data: Any, fld: str) -> tuple[tuple[str, int], ...]:
@@ -746,8 +782,10 @@ class _Parser:
             if key in keys or key == "ceiling":
                 continue
             if not re.fullmatch(r"sm_\d+a?", key) or not isinstance(sub, dict):
-                raise self.err(f"performance.{key}", "is neither a threshold nor an arch table like [performance.sm_90]",
-                               f"use one of {', '.join(keys)} or an arch key")
+                close = _closest(key, [*keys, "ceiling"])
+                raise self.err(f"performance.{key}", "is neither a threshold nor an arch table like [performance.sm_90]"
+                               + (f" (did you mean {close!r}?)" if close else ""),
+                               f"rename it to {close}" if close else f"use one of {', '.join(keys)} or an arch key")
             result[key] = self.thresholds(f"performance.{key}", {**base, **sub})
         return ceiling, result
 
@@ -755,7 +793,7 @@ class _Parser:
         keys = Thresholds.__dataclass_fields__.keys()
         extra = set(values) - set(keys)
         if extra:
-            raise self.err(fld, f"unknown key(s) {sorted(extra)}", f"use {', '.join(keys)}")
+            raise self.unknown(fld, extra, keys)
         for k, v in values.items():
             if not isinstance(v, (int, float)) or isinstance(v, bool) or v < 0:
                 raise self.err(fld, f"{k} = {v!r} is not a non-negative number", "give a number >= 0")
@@ -832,11 +870,13 @@ def list_exercises(root: Path) -> list[Exercise]:
     return out
 
 
-def resolve_exercise(root: Path, query: str) -> Exercise:
+def resolve_exercise(root: Path, query: str, commands: tuple[str, ...] = ()) -> Exercise:
     """Resolve ``7``, ``07``, ``ex07``, ``ex07_softmax`` or ``softmax`` to an exercise.
+    ``commands``: the other words ``grade`` takes there (its subcommands), for the suggestion.
 
     Raises:
-        LookupError: naming the known exercises when nothing (or more than one) matches.
+        LookupError: naming the known exercises when nothing (or more than one) matches, and the
+            closest exercise names or commands (difflib) when one is close.
     """
     exercises = list_exercises(root)
     q = query.strip().lower()
@@ -847,8 +887,19 @@ def resolve_exercise(root: Path, query: str) -> Exercise:
         matches = [e for e in exercises if e.name == q or e.name[5:] == q]
     if len(matches) != 1:
         known = ", ".join(e.name for e in exercises) or "none"
-        raise LookupError(f"no exercise matches {query!r}; known: {known} (see `grade list`)")
+        raise LookupError(f"no exercise matches {query!r}{_did_you_mean(q, exercises, commands)}; known: {known} "
+                          f"(see `grade list`)")
     return matches[0]
+
+
+def _did_you_mean(query: str, exercises: list[Exercise], commands: tuple[str, ...]) -> str:
+    """" (did you mean ex07_softmax?)" (or "`grade list`" for a command), from difflib's closest
+    match over the exercise names, their words after exNN_, and ``commands``; "" when none is close."""
+    import difflib
+    words = {e.name: e.name for e in exercises} | {e.name[5:]: e.name for e in exercises}
+    words |= {c: f"`grade {c}`" for c in commands}
+    close = difflib.get_close_matches(query, list(words), n=1)
+    return f" (did you mean {words[close[0]]}?)" if close else ""
 
 
 def dims_label(dims: Mapping[str, int]) -> str:

@@ -90,7 +90,8 @@ def static_check(spec: Spec, submission: Path) -> tuple[str, str] | None:
         return "bad_submission", (f"{submission}: is a file; fix: pass the folder that holds kernel.cu and "
                                   f"solution.py (--submission {submission.parent})")
     if not submission.is_dir():
-        return "bad_submission", f"{submission}: no such folder; fix: pass --submission DIR with kernel.cu and solution.py"
+        return "bad_submission", (f"{submission}: no such folder; fix: check the path (it should be a folder with "
+                                  f"kernel.cu and solution.py)")
     for f in SUBMISSION_FILES:
         if (submission / f).is_symlink():   # the grader would read what it points to, outside the worker's view
             return "bad_submission", (f"{submission / f}: is a symbolic link; fix: submit the file itself, not a "
@@ -625,8 +626,9 @@ def check_solution_py(path: Path, nargs: int) -> list[str]:
             positional = len(a.posonlyargs) + len(a.args)
             required = positional - len(a.defaults)
             if a.vararg is None and positional < nargs or required > nargs:
-                problems.append(f"solution.py:{node.lineno}: solve takes {positional} positional arguments; "
-                                f"the exercise passes {nargs} (inputs then outputs)")
+                problems.append(f"solution.py:{node.lineno}: solve takes {positional} positional "
+                                f"argument{'s' if positional != 1 else ''}; the exercise passes {nargs} (inputs then "
+                                f"outputs)")
             return problems
     return problems + ["solution.py: defines no function solve(*inputs, *outputs); fix: define solve at the top level "
                        "of solution.py, taking the exercise's inputs then outputs (see the template)"]
@@ -696,3 +698,19 @@ def static_report(spec: Spec, submission: Path, arch: str = "sm_90") -> StaticRe
         warnings += [f"{line}: it would score no performance points" for line in missing_ptx(spec, ptx)]
     skipped.append("running the kernel (correctness and timing need a GPU)")
     return StaticReport(tuple(problems), tuple(kernels), tuple(skipped), arch, tuple(warnings), compiler, len(errs))
+
+
+def first_problem(rep: StaticReport) -> str | None:
+    """A report's problems as one line: the first, and how many more (None: no problem)."""
+    if not rep.problems:
+        return None
+    more = f" (and {len(rep.problems) - 1} more)" if len(rep.problems) > 1 else ""
+    return rep.problems[0] + more
+
+
+def without_gpu(spec: Spec, submission: Path, arch: str = "sm_90") -> tuple[str | None, StaticReport]:
+    """What a grade can still find on a machine without a GPU (``grade batch`` and ``grade EXERCISE``
+    there): the static report that ``--compile-only`` prints, and its problems as one line (None
+    when it found none: then only a GPU can tell)."""
+    rep = static_report(spec, submission, arch)
+    return first_problem(rep), rep

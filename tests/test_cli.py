@@ -47,6 +47,28 @@ def test_no_gpu_still_writes_the_json_result(runner, no_gpu, tmp_path):
 def test_unknown_exercise_is_a_usage_error(runner):
     out = runner.invoke(cli.main, ["ex99", "--root", str(ROOT)])
     assert out.exit_code == 2 and "no exercise matches 'ex99'" in out.output and "ex07_softmax" in out.output
+    assert "did you mean" not in out.output     # nothing is close to ex99
+
+
+@pytest.mark.parametrize("args, suggestion", [
+    (["ex07_sofmax"], "(did you mean ex07_softmax?)"), (["softmx"], "(did you mean ex07_softmax?)"),
+    (["lst"], "(did you mean `grade list`?)"), (["chek"], "(did you mean `grade check`?)"),
+    (["check", "ex07_sofmax"], "(did you mean ex07_softmax?)"), (["batch", ".", "--exercises", "reducton"],
+                                                                 "(did you mean ex04_reduction?)")])
+def test_a_misspelt_exercise_or_command_gets_a_suggestion_in_the_one_error_line(runner, args, suggestion):
+    out = runner.invoke(cli.main, [*args, "--root", str(ROOT)])
+    assert out.exit_code == 2, out.output
+    error = [ln for ln in out.output.splitlines() if ln.startswith("Error:")]
+    assert len(error) == 1 and suggestion in error[0] and "known: ex01_vector_add" in error[0], out.output
+
+
+def test_a_submission_folder_that_does_not_exist_says_check_the_path(runner, tmp_path):
+    out = runner.invoke(cli.main, ["ex07", "--root", str(ROOT), "--compile-only", "--submission",
+                                   str(tmp_path / "doesnotexist")])
+    assert out.exit_code == cli.EXIT_NOT_GRADED
+    text = " ".join(out.output.split())
+    assert f"{tmp_path / 'doesnotexist'}: no such folder; fix: check the path" in text
+    assert "pass --submission DIR" not in text
 
 
 @pytest.mark.nvcc

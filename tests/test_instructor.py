@@ -47,11 +47,25 @@ def test_check_fails_on_a_broken_stub_and_a_bad_spec(runner, course):
     (course / "student_template" / "ex90_add" / "solution.py").write_text("def solve(a):\n    pass\n")
     out = runner.invoke(cli.main, ["check", "ex90", "--root", str(course)])
     assert out.exit_code == cli.EXIT_BELOW
-    assert "solve takes 1 positional arguments; the exercise passes 3" in out.output
+    assert "solve takes 1 positional argument; the exercise passes 3" in out.output
     spec = course / "exercises" / "ex91_axpy" / "spec.toml"
     spec.write_text(spec.read_text().replace('kind = "constant"', 'kind = "constantly"'))
     out = runner.invoke(cli.main, ["check", "ex91", "--root", str(course)])
     assert out.exit_code == cli.EXIT_BELOW and "kind 'constantly' is unknown" in out.output
+
+
+def test_check_names_an_oracle_without_reference_once(runner, course):
+    """A new user's trial: "reference.py: AttributeError: /tmp/.../reference.py: defines no reference(xp, *args)"."""
+    ref = course / "exercises" / "ex90_add" / "reference.py"
+    ref.write_text(ref.read_text().replace("def reference(", "def not_the_reference("))
+    out = runner.invoke(cli.main, ["check", "ex90", "--root", str(course), "--no-controls"])
+    assert out.exit_code == cli.EXIT_BELOW
+    line = next(ln for ln in out.output.splitlines() if " oracle " in ln)
+    assert f"{ref}: defines no reference(xp, *args); fix: add it" in line, line
+    assert line.count("reference.py") == 1 and "AttributeError" not in line, line
+    ref.write_text("x = (\n")    # what reference.py itself raises is still named with its file
+    out = runner.invoke(cli.main, ["check", "ex90", "--root", str(course), "--no-controls"])
+    assert "reference.py: SyntaxError:" in next(ln for ln in out.output.splitlines() if " oracle " in ln)
 
 
 def test_check_catches_an_oracle_that_cannot_tell_right_from_wrong(runner, course):
@@ -71,6 +85,13 @@ def test_new_scaffolds_an_exercise_that_check_accepts_with_todos(runner, course)
     out = runner.invoke(cli.main, ["check", "ex17", "--root", str(course)])
     assert out.exit_code == 0, out.output
     assert "TODOs" in out.output and "todo" in out.output
+    assert "3 edge cases, 1 benchmark shape " in out.output + " ", out.output    # one shape: singular
+    # TODO locations relative to the course: solutions/ and student_template/ both have a kernel.cu
+    from grader.check import check_exercise
+    from grader.spec import resolve_exercise
+    (todo,) = [r for r in check_exercise(resolve_exercise(course, "ex17"), False, False) if r.item == "TODOs"]
+    assert todo.detail.startswith("6 left: exercises/ex17_copy/spec.toml:1, "), todo.detail
+    assert "solutions/ex17_copy/kernel.cu:1" in todo.detail and " ex17_copy/kernel.cu" not in todo.detail
 
 
 def test_new_from_an_existing_exercise_renames_it(runner, course):
@@ -81,10 +102,15 @@ def test_new_from_an_existing_exercise_renames_it(runner, course):
     assert (course / "solutions" / "ex18_axpy" / "solution.py").is_file()
 
 
-@pytest.mark.parametrize("name, words", [("17_bad", "looks like ex17_my_kernel"), ("ex90_again", "already uses")])
+@pytest.mark.parametrize("name, words", [
+    ("17_bad", "looks like ex17_my_kernel"),
+    ("ex90_again", "ex90_again: its number ex90 is taken by ex90_add; fix: choose another exNN (ex92 is free)"),
+    ("ex90_add", "ex90_add already exists (exercises/ex90_add); fix: choose another name (ex92 is free), or edit that one")])
 def test_new_rejects_bad_names(runner, course, name, words):
+    """A new user's trial read "ex13_relu: ex13_relu already uses that number" for a name that exists."""
     out = runner.invoke(cli.main, ["new", name, "--root", str(course)])
-    assert out.exit_code == 2 and words in out.output
+    assert out.exit_code == 2 and words in " ".join(out.output.split()), out.output
+    assert "already uses that number" not in out.output
 
 
 # -- publish ---------------------------------------------------------------------------------------
@@ -104,6 +130,30 @@ def test_publish_writes_a_bundle_without_solutions_or_hidden_checks(runner, cour
     # the student's run says how many hidden checks exist
     res = runner.invoke(cli.main, ["90", "--root", str(out_dir), "--backend", "host", "--no-timing"])
     assert "1 hidden edge case(s)" in res.output
+
+
+def test_publish_writes_a_gitignore_for_what_students_create_in_the_bundle(runner, course, tmp_path):
+    """The bundle's README tells students to make .venv inside it; a new user's trial found no
+    .gitignore, so `git add .` would commit the venv. The bundle's own checks accept the file."""
+    import subprocess
+    out_dir = tmp_path / "bundle"
+    out = runner.invoke(cli.main, ["publish", str(out_dir), "--root", str(course), "--no-install-check"])
+    assert out.exit_code == 0 and "bundle checks passed" in out.output, out.output
+    assert ".venv" in (out_dir / "README.md").read_text()
+    lines = (out_dir / ".gitignore").read_text().splitlines()
+    assert {".venv/", "*.egg-info/", "__pycache__/", "batch-results/"} <= set(lines)
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    for junk in (".venv/bin/python", "gpu_kernel_grader.egg-info/PKG-INFO", "grader/__pycache__/cli.pyc",
+                 "batch-results/summary.csv"):
+        (out_dir / junk).parent.mkdir(parents=True, exist_ok=True)
+        (out_dir / junk).write_text("x")
+    subprocess.run(["git", "init", "-q", str(out_dir)], check=True)
+    status = subprocess.run(["git", "-C", str(out_dir), "status", "--porcelain", "--untracked-files=all"],
+                            capture_output=True, text=True, check=True).stdout
+    assert "student_template/ex90_add/kernel.cu" in status and ".gitignore" in status
+    for junk in (".venv/", "egg-info", "__pycache__", "batch-results"):
+        assert junk not in status, status
 
 
 def test_publish_catches_a_planted_solution_line(runner, course, tmp_path):
@@ -219,6 +269,10 @@ def test_publish_force_replaces_only_an_earlier_bundle_and_keeps_its_git_folder(
     out = runner.invoke(cli.main, ["publish", str(repo), "--root", str(course), "--no-install-check", "--force",
                                    "--exercises", "ex91"])
     assert out.exit_code == 0, out.output
+    # what --force deleted is said, before what it wrote
+    said = out.output.splitlines()[0]
+    assert said.startswith(f"--force: removed the earlier bundle in {repo}: everything but .git (") and \
+        "exercises" in said and "README.md" in said, out.output
     assert (repo / ".git" / "HEAD").is_file() and not (repo / "exercises" / "stale.txt").exists()
     assert (repo / "exercises" / "ex91_axpy").is_dir() and not (repo / "exercises" / "ex90_add").exists()
 
@@ -349,6 +403,7 @@ def test_batch_grades_everyone_and_resumes_after_an_interruption(runner, tmp_pat
     assert [(r["student"], r["status"], r["correct"], r["reused"]) for r in rows] == [
         ("alice", "graded", True, False), ("bob", "graded", False, False), ("carol", "graded", False, False),
         ("dave", "missing", False, False)]
+    assert rows[3]["max_score"] == rows[0]["max_score"] is not None    # a missing folder scores 0 of the same max
     carol = json.loads((res / "carol" / "ex90_add.json").read_text())
     assert carol["smallest_failure"]["status"] == "crash"
     assert (res / "alice" / "ex90_add.txt").read_text().startswith("─")
@@ -394,9 +449,11 @@ def test_batch_without_a_gpu_records_what_the_static_checks_find_then_exits_4(ru
     out = runner.invoke(cli.main, ["batch", str(subs), "--root", str(COURSE), "--out", str(res), "--exercises", "ex90"])
     assert out.exit_code == cli.EXIT_ERROR, out.output
     assert "no CUDA GPU found: batch grading runs kernels on a GPU" in out.output
-    # bob, carol and erin cannot be graded; dave handed in nothing, which is said apart
-    assert "found 3 submission(s) that cannot be graded (1 student/exercise pair(s) have no folder)" in \
-        " ".join(out.output.split()), out.output
+    # bob, carol and erin cannot be graded; dave handed in nothing, which is said apart (a new user's trial
+    # read "found 2 submission(s) that cannot be graded (2 student/exercise pair(s) have no folder)" for 4 rows)
+    assert ("Of 5 student/exercise pairs, 3 cannot be graded as submitted (the static checks found a problem in "
+            "each), 1 has no folder, 1 passed the static checks and needs a GPU:") in " ".join(out.output.split()), \
+        out.output
     with open(res / "summary.csv", newline="") as fh:
         rows = {r["student"]: r for r in csv.DictReader(fh)}
     assert {s: (r["status"], r["exit_code"]) for s, r in rows.items()} == {
@@ -408,6 +465,7 @@ def test_batch_without_a_gpu_records_what_the_static_checks_find_then_exits_4(ru
     assert "solve takes 2 positional arguments; the exercise passes 3" in rows["erin"]["reason"]
     assert rows["alice"]["reason"].startswith("not graded: no CUDA GPU found")
     assert rows["alice"]["score"] == "" and rows["bob"]["score"] == "0.0"   # nothing graded is no score, not 0
+    assert {r["max_score"] for r in rows.values()} == {"100.0"}     # dave's "missing" row too: 0 of the exercise's
     import json
     alice = next(r for r in json.loads((res / "summary.json").read_text())["rows"] if r["student"] == "alice")
     assert alice["score"] is None

@@ -210,7 +210,6 @@ def test_base_spec_is_valid(tmp_path: Path) -> None:
 
 # (id, old text in BASE, replacement, field in brackets, a fragment of the problem)
 ERRORS = [
-    ("invalid-toml", 'title = "Demo"', 'title = "Demo', "toml", "is not valid TOML"),
     ("missing-exercise", '[exercise]\nname = "ex99_demo"\ntitle = "Demo"\n'
      'points = { correctness = 40, performance = 60 }\n', "", "exercise", "is missing or not a table"),
     ("bad-name-pattern", 'name = "ex99_demo"', 'name = "Ex99-Demo"', "exercise", "is not like 'ex07_softmax'"),
@@ -226,7 +225,7 @@ ERRORS = [
     ("multiple-of-zero", "multiple_of = 4", "multiple_of = 0", "dims.cols", "multiple_of (0) is below 1"),
     ("no-multiple-in-range", "min = 4\nmax = 256\nmultiple_of = 4", "min = 5\nmax = 7\nmultiple_of = 4",
      "dims.cols", "no multiple of 4 lies in [5, 7]"),
-    ("unknown-dim-key", "min = 1\nmax = 64\n", "min = 1\nmax = 64\nstep = 2\n", "dims.rows", "unknown key(s) ['step']"),
+    ("unknown-dim-key", "min = 1\nmax = 64\n", "min = 1\nmax = 64\nstep = 2\n", "dims.rows", "unknown key 'step'"),
     ("bad-dim-type", "min = 1\nmax = 64\n", "min = 1\nmax = 64.5\n", "dims.rows", "'max' is 64.5, expected int"),
     ("unknown-constraint-name", '"rows * cols <= 4096"', '"rows * depth <= 4096"', "dims.constraints",
      "unknown name(s) ['depth']"),
@@ -248,7 +247,7 @@ ERRORS = [
     ("unknown-distribution-kind", 'kind = "normal"', 'kind = "gaussian"', "values.x[0]", "kind 'gaussian' is unknown"),
     ("missing-distribution-param", "mean = 0\nstd = 1\n", "mean = 0\n", "values.x[0]", "has no 'std'"),
     ("unknown-distribution-param", "mean = 0\nstd = 1\n", "mean = 0\nstd = 1\nscale = 2\n", "values.x[0]",
-     "unknown key(s) ['scale'] for normal"),
+     "unknown key 'scale' for normal"),
     ("zero-std", "std = 1", "std = 0", "values.x[0]", "std must be > 0"),
     ("negative-std", "std = 1", "std = -2", "values.x[0]", "std must be > 0"),
     ("uniform-high-not-above-low", "low = -1\nhigh = 1", "low = -1\nhigh = -1", "values.x[1]", "high must be > low"),
@@ -259,8 +258,8 @@ ERRORS = [
      "do not all fit int32"),
     ("skewed-fraction-above-one", "fraction = 0.5", "fraction = 1.5", "values.k[1]", "fraction must be in (0, 1]"),
     ("skewed-fraction-zero", "fraction = 0.5", "fraction = 0", "values.k[1]", "fraction must be in (0, 1]"),
-    ("edge-case-missing-dim", EDGE0, "[[edge_cases]]\nrows = 1\n", "edge_cases[0]", "missing ['cols']"),
-    ("edge-case-unknown-dim", EDGE0, EDGE0 + "depth = 2\n", "edge_cases[0]", "unknown ['depth']"),
+    ("edge-case-missing-dim", EDGE0, "[[edge_cases]]\nrows = 1\n", "edge_cases[0]", "has no value for dim 'cols'"),
+    ("edge-case-unknown-dim", EDGE0, EDGE0 + "depth = 2\n", "edge_cases[0]", "unknown key 'depth'"),
     ("edge-case-non-int", EDGE0, "[[edge_cases]]\nrows = 1\ncols = 4.0\n", "edge_cases[0]",
      "cols = 4.0 is not an integer"),
     ("edge-case-bool", EDGE0, "[[edge_cases]]\nrows = true\ncols = 4\n", "edge_cases[0]",
@@ -326,7 +325,7 @@ ERRORS = [
     ("misspelt-threshold", "ratio_full = 0.9\n", "ratio_full = 0.9\nratio_ful = 0.9\n", "performance.ratio_ful",
      "is neither a threshold nor an arch table"),
     ("unknown-key-in-arch-table", "ratio_full = 0.95", "ratio_full = 0.95\nspeed = 1", "performance.sm_90",
-     "unknown key(s) ['speed']"),
+     "unknown key 'speed'"),
     ("compile-options-not-list", 'options = ["-std=c++17"]', 'options = "-std=c++17"', "compile",
      "'options' must be a list of strings"),
     ("bad-regex-in-features", 'forbidden = ["cublas"]', 'forbidden = ["cublas("]', "features",
@@ -337,7 +336,7 @@ ERRORS = [
      "features", "forbidden_headers entry 'cub' is neither a header folder nor a header file"),
     ("limits-not-a-number", "case_s = 5", 'case_s = "5"', "limits", "'case_s' is '5', expected int or float"),
     ("unknown-top-level-section", "[limits]\ncase_s = 5\n", "[limits]\ncase_s = 5\n\n[extras]\nfoo = 1\n",
-     "extras", "is not a known section"),
+     "extras", "unknown section 'extras'"),
 ]
 
 
@@ -352,6 +351,54 @@ def test_validation_error(tmp_path: Path, old: str, new: str, fld: str, problem:
     assert text.startswith(f"{path}: [{fld}] "), text
     assert problem in text
     assert "; fix: " in text and err.fix and "\n" not in text
+
+
+# A new user's trial: a misspelt key was reported as the missing one ("[dims.n] has no 'min'"), an
+# edge case's "hiden" as a dim ("dims must be exactly ['n'] (missing [], unknown ['hiden'])").
+@pytest.mark.parametrize("old, new, fld, problem, fix", [
+    ("min = 1\nmax = 64\n", "minn = 1\nmax = 64\n", "dims.rows", "unknown key 'minn' (did you mean 'min'?)",
+     "rename 'minn' to 'min'"),
+    ("hidden = true\n\n[tolerance]", "hiden = true\n\n[tolerance]", "edge_cases[1]",
+     "unknown key 'hiden' (did you mean 'hidden'?)", "rename 'hiden' to 'hidden'"),
+    ('title = "Demo"', 'titel = "Demo"', "exercise", "unknown key 'titel' (did you mean 'title'?)",
+     "rename 'titel' to 'title'"),
+    ("mean = 0\nstd = 1\n", "mean = 0\nsdt = 1\n", "values.x[0]", "unknown key 'sdt' for normal (did you mean 'std'?)",
+     "rename 'sdt' to 'std'"),
+    ("[signature]", "[signatur]", "signatur", "unknown section 'signatur' (did you mean 'signature'?)",
+     "rename 'signatur' to 'signature'"),
+    ("equal_nan = false", "equal_nans = false", "tolerance", "unknown key 'equal_nans' (did you mean 'equal_nan'?)",
+     "rename 'equal_nans' to 'equal_nan'"),
+    ("ratio_full = 0.95", "ratio_full = 0.95\nratio_zeor = 0.1", "performance.sm_90",
+     "unknown key 'ratio_zeor' (did you mean 'ratio_zero'?)", "rename 'ratio_zeor' to 'ratio_zero'"),
+    ("min = 1\nmax = 64\n", "min = 1\nmax = 64\nstep = 2\n", "dims.rows", "unknown key 'step'",
+     "use only max, min, multiple_of"),    # nothing close: the keys it takes
+    (EDGE0, "[[edge_cases]]\nrows = 1\ncolls = 4\n", "edge_cases[0]",
+     "unknown key 'colls' (did you mean 'cols'?); no value for dim 'cols'", "rename 'colls' to 'cols'"),
+], ids=["dim-key", "edge-case-hidden", "exercise-key", "distribution-key", "section", "tolerance-key",
+        "threshold", "nothing-close", "edge-case-dim"])
+def test_a_misspelt_key_is_named_with_the_closest_known_one(tmp_path: Path, old, new, fld, problem, fix) -> None:
+    path = write_spec(tmp_path, mutate(old, new))
+    with pytest.raises(SpecError) as info:
+        load_spec(path)
+    assert (info.value.field, info.value.fix) == (fld, fix), str(info.value)
+    assert str(info.value) == f"{path}: [{fld}] {info.value.problem}; fix: {fix}" and problem in info.value.problem
+
+
+@pytest.mark.parametrize("tail, where, fix", [
+    ('[[extra]\n', "TOML syntax error at line ", "; fix: correct the syntax at line "),
+    ('bad = "unterminated', "TOML syntax error at the end of the file: Unterminated string", "; fix: correct the syntax there")],
+    ids=["line-and-column", "end-of-file"])
+def test_a_toml_syntax_error_names_line_and_column_not_a_section(tmp_path: Path, tail: str, where: str, fix: str) -> None:
+    text = BASE.rstrip("\n") + "\n" + tail
+    path = write_spec(tmp_path, text)
+    with pytest.raises(SpecError) as info:
+        load_spec(path)
+    msg = str(info.value)
+    assert "[toml]" not in msg and info.value.field == "" and "\n" not in msg, msg
+    assert msg.startswith(f"{path}: {where}") and fix in msg, msg
+    if "line" in where:
+        line = len(text.splitlines())
+        assert f"at line {line}, column " in msg and f"at line {line} (see docs/spec-format.md)" in msg, msg
 
 
 def test_missing_file_is_a_spec_error(tmp_path: Path) -> None:
@@ -410,7 +457,7 @@ def test_resolve_unknown_exercise_lists_known(query: str) -> None:
     with pytest.raises(LookupError) as info:
         resolve_exercise(ROOT, query)
     text = str(info.value)
-    assert text.startswith(f"no exercise matches {query!r}; known: ")
+    assert text.startswith(f"no exercise matches {query!r}") and "; known: " in text
     for name in ("ex01_vector_add", "ex04_reduction", "ex07_softmax"):
         assert name in text
 

@@ -192,12 +192,56 @@ def test_no_gpu_names_the_compile_only_command_for_the_same_submission(runner, t
     assert f"`grade ex01_vector_add --submission '{sub}' --compile-only`" in " ".join(out.output.split())
 
 
-def test_sanitize_without_the_tool_or_a_gpu_names_both(runner, monkeypatch, no_gpu):
+def test_sanitize_without_the_tool_or_a_gpu_names_both_the_gpu_first(runner, monkeypatch, no_gpu):
     from grader import sanitize
     monkeypatch.setattr(sanitize, "find_sanitizer", lambda: None)
     out = runner.invoke(cli.main, ["ex01", "--root", str(ROOT), "--sanitize"])
     text = " ".join(out.output.split())
-    assert out.exit_code == 4 and "compute-sanitizer not found" in text and "no GPU either (no CUDA GPU found)" in text
+    assert out.exit_code == 4 and text.startswith("grade: no CUDA GPU found: --sanitize runs kernels on a GPU"), text
+    assert "compute-sanitizer not found" in text and "`grade ex01_vector_add --compile-only`" in text
+    assert len([ln for ln in out.output.splitlines() if ln.strip()]) == 1
+    monkeypatch.setattr(sanitize, "find_sanitizer", lambda: "/usr/bin/compute-sanitizer")   # only the GPU missing
+    out = runner.invoke(cli.main, ["ex01", "--root", str(ROOT), "--sanitize"])
+    assert out.exit_code == 4 and "no CUDA GPU found" in out.output and "compute-sanitizer not found" not in out.output
+
+
+@pytest.mark.parametrize("what, kernel, solution, words", [
+    ("compile error", BROKEN_KERNEL, None, "kernel.cu:3: error"),
+    ("no solve", None, "import numpy as np\n", "solution.py: defines no function solve"),
+    ("malformed solve", None, "def solve(a):\n    pass\n", "solve takes 1 positional argument; the exercise passes 3")])
+def test_without_a_gpu_a_problem_the_static_checks_find_is_the_submissions(runner, tmp_path, no_gpu, what, kernel,
+                                                                          solution, words):
+    """A new user's trial: without a GPU a missing kernel.cu was exit 3, but a compile error or a
+    missing solve() only "no GPU" (exit 4). Now what --compile-only finds is reported (exit 3), as
+    grade batch records it, with the missing GPU named in the same line."""
+    sub = _submission(tmp_path, kernel if kernel is not None else (STUB / "kernel.cu").read_text(), solution)
+    path = tmp_path / "r.json"
+    out = runner.invoke(cli.main, ["ex01", "--root", str(ROOT), "-s", str(sub), "--json", str(path)])
+    assert out.exit_code == cli.EXIT_NOT_GRADED, out.output
+    lines = [ln for ln in out.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and words in lines[0] and "no CUDA GPU found" in lines[0], lines
+    assert f"`grade ex01_vector_add --submission {sub} --compile-only`" in lines[0]
+    data = json.loads(path.read_text())
+    assert data["status"] == "not_graded" and data["reason_kind"] == "static_check" and data["score"]["total"] == 0
+
+
+def test_grade_and_grade_batch_share_the_no_gpu_static_checks(runner, tmp_path, no_gpu, monkeypatch):
+    """Both commands ask grader.static.without_gpu; a problem it reports is each one's verdict."""
+    from grader import batch as gb
+    real = static.without_gpu
+    monkeypatch.setattr(static, "without_gpu", lambda spec, sub, arch="sm_90": ("kernel.cu:1: planted", real(spec, sub, arch)[1]))
+    sub = _submission(tmp_path, (STUB / "kernel.cu").read_text())
+    out = runner.invoke(cli.main, ["ex01", "--root", str(ROOT), "-s", str(sub)])
+    assert out.exit_code == cli.EXIT_NOT_GRADED and "kernel.cu:1: planted" in out.output, out.output
+    from grader.spec import list_exercises
+    ex = next(e for e in list_exercises(ROOT) if e.name == "ex01_vector_add")
+    (row,) = gb.static_rows([gb.Job("ann", ex, sub)], [], "no CUDA GPU found")
+    assert (row.status, row.exit_code, row.reason) == ("not_graded", 3, "kernel.cu:1: planted")
+
+
+def test_without_a_gpu_a_clean_submission_is_still_the_no_gpu_line(runner, tmp_path, no_gpu):
+    out = runner.invoke(cli.main, ["ex01", "--root", str(ROOT), "-s", str(_submission(tmp_path, (STUB / "kernel.cu").read_text()))])
+    assert out.exit_code == cli.EXIT_ERROR and "no CUDA GPU found: grading runs kernels on a GPU" in out.output
 
 
 def test_the_grade_commands_usage_shows_the_exercise_form(runner):
