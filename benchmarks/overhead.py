@@ -4,11 +4,13 @@
 
 For the reference solution and the no-op baseline of a few exercises, it runs the grader's own
 timing rounds by hand (the same Worker, Instance, fresh Arena per round and requests as
-grader.timing.run_benchmark) and splits each round into: the resume signal and the pause signal
-(both outside the timed wall clock), the untimed ``map`` request before it (``premap``: unmapping
+grader.timing.run_benchmark) and splits each round into: the resume (the walk for the worker's
+processes before the clock, then the signals, whose part after the first SIGCONT is inside it) and
+the pause signal (outside it), the untimed ``map`` request before it (``premap``: unmapping
 the last round's arena and mapping this one), the worker's phases in the timed request (``map``:
 taking the mapped buffers, queueing the calls, the device synchronisation, reading the events)
-and the request's transport. ``outside`` is the round's wall time not covered by the call events, per call:
+and the request's transport. ``outside`` is the round's wall time (as grader.timing takes it: from the
+first SIGCONT to the reply) not covered by the call events, per call:
 the harness overhead the wall-clock bound has to allow for. Then it times CUDA IPC itself
 (ipcGetMemHandle in the parent, ipcOpenMemHandle + close in a fresh process) for a few sizes.
 
@@ -101,7 +103,7 @@ def rounds_table(rounds: int, nsets: int, flush: bool, reuse: bool = False, only
                     for s in sets:
                         s.write()
                     t0 = time.perf_counter()
-                    w.resume()
+                    continued = w.resume()   # the grader's clock starts here, at the first SIGCONT
                     t1 = time.perf_counter()
                     out = w.request({"op": "time", "order": order,   # on the sets just mapped, as grader.timing does
                                      "flush_bytes": 2 * dev.l2_bytes if flush else 0}, 60)
@@ -114,7 +116,7 @@ def rounds_table(rounds: int, nsets: int, flush: bool, reuse: bool = False, only
                     assert out.ok, out.message
                     ph = out.data["phases_ms"]
                     ev = sum(out.data["times_ms"])
-                    wall = out.wall_s * 1e3   # the clock starts after the resume (grader.timing)
+                    wall = (t1 - continued + out.wall_s) * 1e3   # as grader.timing's clock: first SIGCONT to reply
                     parts["resume"].append((t1 - t0) * 1e6)
                     for k in ("map", "queue", "sync", "read"):
                         parts[k].append(ph[k] * 1e3)
