@@ -355,7 +355,7 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
     from grader.calibration import load_calibration, load_calibration_file
     from grader.cases import PROFILES
     from grader.grade import GradeOptions, grade
-    from grader.sandbox.buffers import CudaBackend, HostBackend
+    from grader.sandbox.buffers import CudaBackend, DeviceMemoryError, HostBackend
 
     info = None
     if backend in ("auto", "cuda"):
@@ -390,6 +390,9 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
     except ValueError as exc:  # a malformed --case or calibration file: a user-fixable input
         progress.done()
         _emit_error(fmt, output, json_out, ex.name, str(sub), "input", str(exc), EXIT_ERROR)
+    except DeviceMemoryError as exc:  # the machine's state, not the submission: no score
+        progress.done()
+        _emit_error(fmt, output, json_out, ex.name, str(sub), "device_memory", str(exc), EXIT_ERROR)
     except Exception as exc:  # noqa: BLE001 - grader bug or broken exercise files: say so, keep the file
         progress.done()
         _emit_error(fmt, output, json_out, ex.name, str(sub), "grader_error",
