@@ -437,3 +437,15 @@ def test_a_trusted_worker_owns_only_the_escapees_of_its_own_session(tmp_path):
         other.kill()
         other.wait()
         w.close()
+
+
+def test_an_honest_worker_leaves_no_process_behind(tmp_path, arrays):
+    """Nothing the worker's own harness starts (a multiprocessing resource tracker, say) outlives
+    it and is taken for a process the submission left behind."""
+    for _ in range(3):
+        w = start(make_submission(tmp_path, ADD))
+        try:
+            assert w.ensure().ok and run(w, arrays).ok
+        finally:
+            w.close()
+        assert not w.escaped and w.strays_killed == 0

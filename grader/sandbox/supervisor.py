@@ -536,7 +536,7 @@ class Worker:
         :attr:`escaped`."""
         if self.proc is None:
             return ()
-        mine = tuple(pid for pid, sid in watch.escaped_processes(_LIVE_WORKERS).items()
+        mine = tuple(pid for pid, sid in watch.escaped_processes(_LIVE_WORKERS | {self.proc.pid}).items()
                      if sid == self.proc.pid or (not self.config.trusted and sid not in _LIVE_WORKERS))
         self.escaped.update(mine)
         return mine

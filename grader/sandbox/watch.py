@@ -78,11 +78,31 @@ def escaped_processes(live: set[int]) -> dict[int, int]:
             continue
         try:
             fields = _stat_fields(pid)
-            if fields[0] not in "ZX" and int(fields[3]) != my_sid:
+            if int(fields[3]) == my_sid:
+                continue
+            if not _dead(pid, fields):
                 out[pid] = int(fields[3])
+            else:   # a zombie handed over by a double fork: reap it (a pile of them slows every walk)
+                os.waitpid(pid, os.WNOHANG)
         except (OSError, ValueError, IndexError):
             continue
     return out
+
+
+def _dead(pid: int, fields: list[str]) -> bool:
+    """Whether ``pid`` is a zombie with no live thread: a thread-group leader that left by
+    SYS_exit shows Z in /proc/PID/stat while its other threads run on."""
+    if fields[0] not in "ZX":
+        return False
+    try:
+        return all(_stat_fields_task(pid, t)[0] in "ZX" for t in os.listdir(_PROC / str(pid) / "task"))
+    except OSError:
+        return True
+
+
+def _stat_fields_task(pid: int, tid: str) -> list[str]:
+    stat = (_PROC / str(pid) / "task" / tid / "stat").read_text()
+    return stat[stat.rfind(")") + 2:].split()
 
 
 def _parent(pid: int) -> int | None:
@@ -214,7 +234,7 @@ def stray_processes(token: str, worker_sid: int, live: set[int]) -> list[int]:
             if d.stat().st_uid != uid:
                 continue
             fields = _stat_fields(pid)
-            if fields[0] in "ZX" or int(fields[3]) == worker_sid:
+            if _dead(pid, fields) or int(fields[3]) == worker_sid:
                 continue
             orphan = int(fields[1]) == me and int(fields[3]) != my_sid
             if orphan or needle in (d / "environ").read_bytes().split(b"\0"):
