@@ -643,6 +643,10 @@ def grade(spec: Spec, submission: Path, options: GradeOptions, backend: Backend,
         if strays:  # the reference and baseline workers are trusted: any stray is the submission's
             flags.append(f"the submission left {strays} process(es) running after its worker "
                          f"stopped (a daemon?); they were killed")
+        escaped = len(g.worker.escaped)
+        if escaped:
+            flags.append(f"the submission started {escaped} process(es) that left its worker's process tree "
+                         f"(a daemon, by a double fork); they were stopped, continued and timed with the worker and killed with it")
         if times_continued() != continued:
             flags.append("the grading process was stopped and continued during this grade (SIGSTOP from another "
                          "process, or job control): timings are not trustworthy; grade again")

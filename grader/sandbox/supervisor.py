@@ -199,6 +199,7 @@ class Worker:
         self.starts = 0
         self.token = uuid.uuid4().hex
         self.strays_killed = 0     # processes found still running after the worker was killed
+        self.escaped: set[int] = set()   # processes that left the worker's tree (see _escaped)
         self.baseline_libraries: set[str] | None = None
         self._last_sample = 0.0
         self._resumed: list[int] = []   # the session's processes when it was last resumed
@@ -324,9 +325,14 @@ class Worker:
         return isolation.View(tuple(dict.fromkeys(hide)), tuple(dict.fromkeys(show)), (str(cache), str(self.cwd)))
 
     def kill(self) -> None:
+        """SIGKILL the worker and every process of its (see :meth:`_pids`), then every other process
+        still in its session (a /proc scan: one that left its tree while the grader was no child
+        subreaper); then look for strays (watch.stray_processes) and kill them too."""
         if self.proc is not None:
             _LIVE_WORKERS.discard(self.proc.pid)
+            escaped = self._escaped()   # the grader's children: reaped by kill_all
             self._signal_group(signal.SIGKILL)
+            watch.kill_all([*escaped, *(p for p in watch.session_members(self.proc.pid) if p != self.proc.pid)])
         if self.proc is not None:
             try:
                 self.proc.wait(timeout=30)
@@ -518,8 +524,22 @@ class Worker:
         return None
 
     def _pids(self) -> list[int]:
-        """The worker and its descendants (see watch.session_pids); empty before it started."""
-        return watch.session_pids(self.proc.pid) if self.proc is not None else []
+        """The worker, its descendants and the processes that left its tree (see :meth:`_escaped`),
+        with theirs (see watch.session_pids); empty before it started."""
+        return watch.session_pids(self.proc.pid, self._escaped()) if self.proc is not None else []
+
+    def _escaped(self) -> tuple[int, ...]:
+        """Processes that left this worker's process tree and were re-parented to the grader
+        (watch.escaped_processes): those in its session and, for an untrusted worker, those in no
+        live worker's session (a daemon that also called setsid; the trusted workers start none).
+        They are the worker's: stopped, continued, measured and killed with it, and counted in
+        :attr:`escaped`."""
+        if self.proc is None:
+            return ()
+        mine = tuple(pid for pid, sid in watch.escaped_processes(_LIVE_WORKERS | {self.proc.pid}).items()
+                     if sid == self.proc.pid or (not self.config.trusted and sid not in _LIVE_WORKERS))
+        self.escaped.update(mine)
+        return mine
 
     def _libraries(self) -> set[str]:
         libs: set[str] = set()
