@@ -276,6 +276,12 @@ def _tracer_refusal() -> str | None:
 @click.option("--sanitize-tools", "sanitize_tools", default=None, metavar="TOOL,...",
               help="With --sanitize: the tools to run, in order (default: memcheck,racecheck,initcheck,synccheck); "
               "implies --sanitize.")
+@click.option("--profile", "profile_kernels", is_flag=True, help="After a correct grade, run the submission's kernels "
+              "for one benchmark shape under NVIDIA Nsight Compute (ncu) and report, per kernel, the metrics the spec's "
+              "[profile] section names (DRAM throughput, occupancy and its limit, cache hit rates, bank conflicts, warp "
+              "stalls, tensor pipe) with a sentence on each. Needs ncu (CUDA toolkit), a GPU and access to its counters.")
+@click.option("--profile-shape", "profile_shape", default=None, metavar="NAME",
+              help="With --profile: the benchmark shape to profile (default: the first); implies --profile.")
 @click.option("--hide", "hide", multiple=True, type=click.Path(file_okay=False), help="Another folder the "
               "submission's worker must not see (repeatable; `grade batch` hides every student's submissions and "
               "its --out folder).")
@@ -290,7 +296,7 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
             fail_under: float | None, accept_implausible: bool, reference: bool, reference_times: str | None,
             time_limit: float | None, case_limit: float | None, sanitize: bool, sanitize_tools: str | None,
             hide: tuple[str, ...], allow_unisolated: bool, root: str | None, backend: str,
-            plot: str | None = None) -> None:
+            plot: str | None = None, profile_kernels: bool = False, profile_shape: str | None = None) -> None:
     """Grade one exercise: EXERCISE is 7, ex07 or ex07_softmax."""
     from grader.spec import SpecError, load_spec
 
@@ -302,6 +308,9 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
     tools: tuple[str, ...] = ()
     if sanitize or sanitize_tools is not None:
         tools = _sanitize_options(sanitize_tools, compile_only, backend, fmt)
+    profile_kernels = profile_kernels or profile_shape is not None
+    if profile_kernels:
+        _profile_options(bool(tools), compile_only, no_timing, case_token, backend)
 
     if arch is not None:
         from grader.static import arch_problem
@@ -327,6 +336,7 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
             raise click.BadParameter(str(exc), param_hint="--case") from None
     if compile_only:
         sys.exit(_compile_only(spec, sub, arch, fmt, output, json_out))
+    shape = _profile_shape(spec, profile_shape, mode) if profile_kernels else None
     if mode == "grading" and not allow_unisolated:
         why_not = _isolation_refusal()
         if why_not is not None:
@@ -351,6 +361,13 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
         sanitizer = find_sanitizer()
         if sanitizer is None:
             _emit_error(fmt, output, json_out, ex.name, str(sub), "no_sanitizer", MISSING, EXIT_ERROR)
+
+    ncu = None
+    if profile_kernels:  # before grading, as for the sanitizer
+        from grader.profiling import MISSING as NO_NCU, find_ncu
+        ncu = find_ncu()
+        if ncu is None:
+            _emit_error(fmt, output, json_out, ex.name, str(sub), "no_profiler", NO_NCU, EXIT_ERROR)
 
     from grader.calibration import load_calibration, load_calibration_file
     from grader.cases import PROFILES
@@ -403,6 +420,8 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
     if tools and sanitizer is not None:
         sys.exit(_sanitize_after(spec, ex.spec_path, sub, result, tools, sanitizer, fmt, output, json_out,
                                  mode, seed, secret, case_token))
+    if ncu is not None and shape is not None:
+        result = _profile_after(spec, sub, result, shape, ncu, fmt)
     code = _exit_code(result, fail_under)
     from grader.report.formats import render, write
     if json_out:
@@ -471,6 +490,55 @@ def _sanitize_options(tools: str | None, compile_only: bool, backend: str, fmt: 
         return parse_tools(tools)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--sanitize-tools") from None
+
+
+def _profile_options(sanitize: bool, compile_only: bool, no_timing: bool, case_token: str | None,
+                     backend: str) -> None:
+    """Usage errors for combinations --profile cannot serve."""
+    if sanitize:
+        raise click.UsageError("--profile and --sanitize each re-run the kernels under a tool; run one at a time")
+    if compile_only or backend == "host":
+        raise click.UsageError("--profile runs kernels on the GPU; drop " + ("--compile-only" if compile_only else "--backend host"))
+    if case_token:
+        raise click.UsageError("--profile profiles a benchmark shape after a full grade; drop --case "
+                               "(choose the shape with --profile-shape)")
+
+
+def _profile_shape(spec, name: str | None, mode: str):  # type: ignore[no-untyped-def]
+    """The benchmark to profile: ``name``, else the first the mode shows. Raises click.BadParameter."""
+    shown = [b for b in spec.benchmarks if not b.hidden or mode == "grading"]
+    if name is None:
+        if not shown:
+            raise click.UsageError(f"{spec.name} has no benchmark shape to profile")
+        return shown[0]
+    for b in shown:
+        if b.name == name:
+            return b
+    raise click.BadParameter(f"{name!r} is not a benchmark shape of {spec.name}; choose from "
+                             f"{', '.join(b.name for b in shown)}", param_hint="--profile-shape")
+
+
+def _profile_after(spec, sub: Path, result, bench, ncu: str, fmt: str):  # type: ignore[no-untyped-def]
+    """``result`` with its kernel_profile: ncu on ``bench`` when the grade was correct (else why not)."""
+    from dataclasses import replace
+
+    from grader import profiling
+    from grader.cases import Case
+    token = Case(bench.dims, tuple((n, bench.distribution(n)) for n in spec.drawn), 1, "benchmark", bench.types).token
+    if not result.correct:
+        data = {"shape": bench.name, "case": token, "status": "skipped", "kernels": [],
+                "message": "not run: the submission is not correct; profile it once it passes"}
+        return replace(result, kernel_profile=data)
+    timeout = profiling.timeout_for(spec.limits.case_s, spec.limits.compile_s)
+    if fmt == "text":
+        with Console(stderr=True).status(f"Nsight Compute on {bench.name} (up to {timeout:g} s)..."):
+            report = profiling.profile(ncu, spec, sub, bench.name, token, timeout)
+    else:
+        report = profiling.profile(ncu, spec, sub, bench.name, token, timeout)
+    timed = next((b.time_ms for b in result.benchmarks if b.name == bench.name), None)
+    data = profiling.to_dict(report)
+    data["agreement"] = profiling.agreement(report, timed)
+    return replace(result, kernel_profile=data)
 
 
 def sanitize_case(spec, result, mode: str, seed: int, secret: str | None,

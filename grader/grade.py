@@ -133,6 +133,7 @@ class GradeResult:
     started: str
     versions: dict[str, str] = field(default_factory=dict)
     isolation: str = ""   # the submission worker's filesystem isolation, in one line (sandbox.isolation)
+    kernel_profile: dict[str, Any] | None = None   # grade --profile: grader.profiling.to_dict, with "agreement"
 
     @property
     def correct(self) -> bool:

@@ -100,11 +100,27 @@ def to_html(result: GradeResult, exit_code: int) -> str:
         parts += ["<h2>Kernels</h2>",
                   _table(["kernel", "registers", "shared B", "local B", "max threads"],
                          [[escape(str(k.get(key, "-"))) for key in keys] for k in r.kernels], cls="kernels")]
+    if r.kernel_profile is not None:
+        parts += _kernel_profile(r.kernel_profile)
     device = r.device.name if r.device is not None else "no GPU"
     parts.append(f'<p class="meta">{escape(device)} · seed {r.seed} · {escape(r.isolation)} · '
                  f'{" · ".join(f"{escape(k)} {escape(str(v))}" for k, v in r.versions.items())}</p>')
     return _page(f"{r.exercise}: {s.total:.1f} / {s.maximum:.0f}" if r.status == "graded" else f"{r.exercise}: not graded",
                  "\n".join(parts))
+
+
+def _kernel_profile(p: dict) -> list[str]:
+    """grade --profile's section: one block per kernel with ncu's readings."""
+    out = [f"<h2>Nsight Compute: {escape(p['shape'])}</h2>"]
+    if p["status"] != "ok":
+        return out + [f'<p class="flag">{escape(p["status"])}: {escape(p["message"])}</p>']
+    for k in p["kernels"]:
+        t = f"{k['time_ms']:.4f} ms" if k.get("time_ms") is not None else "time not measured"
+        out.append(f"<h3>{escape(k['name'])}</h3><p class=\"meta\">block {escape(k['block'])}, grid {escape(k['grid'])}, "
+                   f"{t}</p><ul>" + "".join(f"<li>{escape(x)}</li>" for x in k["readings"]) + "</ul>")
+    if p.get("agreement"):
+        out.append(f"<p>{escape(p['agreement'])}</p>")
+    return out
 
 
 def error_html(exercise: str, submission: str, kind: str, message: str, exit_code: int) -> str:
