@@ -955,3 +955,59 @@ def test_the_copy_check_reads_only_regular_files_and_bounds_what_it_reads(tmp_pa
     (sub / "padding.txt").write_text("x" * 8192)
     message = static.copied_library_code(spec, sub)
     assert message is not None and "holds more than" in message and "fix:" in message
+
+
+def test_work_started_after_a_timed_window_closed_is_read_as_late():
+    """W (the timed calls synchronised), then the first work of any kind as an L line, until the B
+    line of the next request the grader sent: the late work is handed over once, numbered with the
+    K lines."""
+    f = kt.TraceFile()
+    t = SignedLines(f)
+    try:
+        t.write(b"R CUPTI 130001", b"K 1 + mine", b"S 1")
+        assert f.names() == [kt.Launch("mine", True)] and f.status
+        f.request_sent()                              # the timed round
+        t.write(b"B 1", b"W 1", b"L 2 + mine")
+        assert f.names() == [] and f.windows_closed == 1 and not f.error
+        assert f.take_late() == [kt.Launch("mine", True)] and f.take_late() == []
+        f.request_sent()                              # the next request reopens the window
+        t.write(b"B 2", b"K 3 - cupy_copy", b"S 3")
+        assert f.names() == [kt.Launch("cupy_copy", False)] and not f.error and not f.late
+    finally:
+        f.close()
+
+
+@pytest.mark.parametrize("sent, lines, what", [
+    (1, [b"B 1", b"W 1", b"B 1", b"L 2 + mine"], "request-start line the grader did not cause"),   # B from a cheat
+    (1, [b"B 1", b"W 1", b"W 1"], "closed twice"),
+    (1, [b"B 1", b"L 2 + mine"], "late-work line outside a closed timed window"),
+    (0, [b"B 1"], "request-start line the grader did not cause"),
+])
+def test_marks_the_grader_did_not_cause_are_tampering(sent, lines, what):
+    f = kt.TraceFile()
+    t = SignedLines(f)
+    try:
+        t.write(b"R CUPTI 130001", b"K 1 + mine", b"S 1")
+        f.names()
+        for _ in range(sent):
+            f.request_sent()
+        t.write(*lines)
+        f.names()
+        assert "tampered with inside the worker" in f.error and what in f.error
+    finally:
+        f.close()
+
+
+def test_no_b_line_is_expected_before_the_tracer_started():
+    f = kt.TraceFile()
+    t = SignedLines(f)
+    try:
+        f.request_sent()          # hello, preload: CUDA not initialised yet, so no B line
+        t.write(b"R CUPTI 130001", b"K 1 + mine", b"S 1")
+        f.names()
+        f.request_sent()
+        t.write(b"B 1", b"S 1")
+        f.names()
+        assert not f.error
+    finally:
+        f.close()

@@ -35,6 +35,15 @@
  *                      truncated away), a missing flush (the call patched out) and any byte the
  *                      worker wrote, removed or rewrote in the file (a forged line, a line overwritten
  *                      in place) show.
+ *   W <seq>            written by grader_trace_window_end(), which the worker's trusted code calls
+ *                      the moment a timed round's calls are synchronised: from then on the first
+ *                      launch, copy or stream operation (any thread, even one already noted) is
+ *                      written as
+ *   L <seq> <m> <name> work started after the timed window closed (numbered with the K lines), until
+ *   B <seq>            written by grader_trace_request(), which the worker's trusted code calls as
+ *                      it receives each request: it reopens the window. The grader knows how many
+ *                      requests it sent: a B it did not cause (the submission calling the function)
+ *                      shows as tampering, a missing W as well.
  *   T <what>           tampering seen: the descriptor no longer reaches the grader's file, or the
  *                      callbacks were turned off (each checked at every write and every flush)
  *   D <n>              lines were dropped (the table of lines since the last flush is full)
@@ -97,6 +106,7 @@ static CUpti_SubscriberHandle subscriber;
 static CUmodule own_modules[MAX_OWN];   /* modules loaded while the own window was open */
 static int n_own = 0;
 static int own_window = 0;      /* 0 never opened, 1 open, 2 closed for good */
+static int late = 0;            /* 1 after grader_trace_window_end (the next work is an L line), 2 once written */
 static CUresult (*func_get_module)(CUmodule *, CUfunction) = NULL;   /* the driver's cuFuncGetModule */
 static CUresult (*pointer_attribute)(void *, CUpointer_attribute, CUdeviceptr) = NULL;   /* cuPointerGetAttribute */
 static uint64_t key[2];         /* the MAC key (read from the grader's pipe) */
@@ -181,10 +191,32 @@ static void say(char kind, const char *text) {
     write_all(line, (size_t)n + 1);
 }
 
-/* Write "K <seq> <origin> <name>" the first time that pair is seen since the last flush. */
+/* Write "L <seq> <origin> <name>" for the first work after a timed window closed. Under the lock. */
+static void note_late(char origin, const char *name, size_t len) {
+    char *line = (char *)malloc(len + 40);
+    if (!line) {
+        ++dropped;
+        return;
+    }
+    int head = snprintf(line, 40, "L %lu %c ", ++seq, origin);
+    memcpy(line + head, name, len);
+    chain(line, (size_t)head + len);
+    line[head + len] = '\n';
+    if (fd_intact()) write_all(line, (size_t)head + len + 1);
+    free(line);
+    late = 2;
+}
+
+/* Write "K <seq> <origin> <name>" the first time that pair is seen since the last flush (after a
+ * timed window closed, the first work of any kind as an L line instead). */
 static void note(char origin, const char *name) {
     size_t len = strnlen(name, MAX_NAME);
     pthread_mutex_lock(&lock);
+    if (late) {
+        if (late == 1) note_late(origin, name, len);
+        pthread_mutex_unlock(&lock);
+        return;
+    }
     for (int i = 0; i < n_seen; ++i) {
         if (seen[i][0] == origin && strncmp(seen[i] + 1, name, len) == 0 && seen[i][1 + len] == 0) {
             pthread_mutex_unlock(&lock);
@@ -347,6 +379,32 @@ int grader_trace_own_window(int open) {
     int state = own_window;
     pthread_mutex_unlock(&lock);
     return state;
+}
+
+/* Called by the worker's trusted code (ctypes) the moment a timed round's calls are synchronised:
+ * writes "W <seq>"; the next launch, copy or stream operation is an L line. */
+int grader_trace_window_end(void) {
+    if (!started) return 1;
+    pthread_mutex_lock(&lock);
+    char text[32];
+    snprintf(text, sizeof text, "%lu", seq);
+    say('W', text);
+    late = 1;
+    pthread_mutex_unlock(&lock);
+    return 0;
+}
+
+/* Called by the worker's trusted code (ctypes) as it receives each request: writes "B <seq>" and
+ * ends the closed window. */
+int grader_trace_request(void) {
+    if (!started) return 1;
+    pthread_mutex_lock(&lock);
+    char text[32];
+    snprintf(text, sizeof text, "%lu", seq);
+    say('B', text);
+    late = 0;
+    pthread_mutex_unlock(&lock);
+    return 0;
 }
 
 /* Called by the worker (ctypes) before its replies: forget the names noted since the last call (the

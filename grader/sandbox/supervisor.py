@@ -434,6 +434,8 @@ class Worker:
         t0 = time.perf_counter()
         try:
             self.sock.settimeout(timeout)
+            if self.trace is not None and message.get("op") != "exit":
+                self.trace.request_sent()
             protocol.send(self.sock, message)
             over = self._wait_readable(t0 + timeout, message.get("op") not in UNGRADED_OPS)
             if over is not None:
@@ -560,7 +562,13 @@ class Worker:
         submission's own while a graded call ran (see grader.sandbox.kernel_trace); "" otherwise."""
         if self.trace is None:
             return ""
+        closed = self.trace.windows_closed
         names = self.trace.names()
+        late = self.trace.take_late()
+        if late:
+            return (f"{late[0].name} was started after a timed round's calls had been synchronised: work left to run "
+                    f"after solve returns is outside the timed window (the clock stops at the reply); finish all "
+                    f"GPU work inside solve")
         own = self.own_kernels
         if own is None or op in UNGRADED_OPS:
             # kernels launched after the worker's flush ended the request are not the grader's
@@ -578,6 +586,8 @@ class Worker:
             self.trace.check_descriptor(self.proc.pid)
         if not self.trace.reported and op != "time":   # the worker flushes before every reply but a timed round's
             self.trace.tampered("the tracer's flush did not run before the reply")
+        if op == "time" and self.trace.status and self.trace.windows_closed == closed:
+            self.trace.tampered("the timed round's synchronisation was not marked (W line)")
         if self.trace.error:
             return f"{self.trace.error}; the own-kernels check cannot vouch for this submission"
         alien = kernel_trace.foreign(names, own)
