@@ -142,3 +142,28 @@ def test_an_unknown_profile_shape_is_named_before_any_gpu_is_needed():
     out = CliRunner().invoke(cli.main, ["ex07", "--root", str(ROOT), "--profile-shape", "huge"])
     assert out.exit_code == 2
     assert "'huge' is not a benchmark shape of ex07_softmax; choose from" in out.output
+
+
+@pytest.mark.gpu
+def test_grade_profile_shows_why_the_naive_layernorm_is_slow(tmp_path):
+    """On the GPU (issue 16's done-means): `grade ex08 --profile` on the reference and on the naive
+    fixture, whose profile shows what a student should see: DRAM far below peak, under a wave,
+    memory stalls on top. Printed for the closing note."""
+    if profiling.find_ncu() is None:
+        pytest.skip("no ncu (Nsight Compute) on this machine")
+    out = {}
+    for name, folder in (("solution", ROOT / "solutions" / "ex08_layernorm"),
+                         ("naive", FIXTURES / "gpu" / "ex08_layernorm_naive")):
+        path = tmp_path / f"{name}.json"
+        r = CliRunner().invoke(cli.main, ["ex08", "--root", str(ROOT), "--submission", str(folder), "--profile",
+                                          "--format", "json", "-o", str(path)])
+        assert path.is_file(), r.output
+        out[name] = json.loads(path.read_text())["kernel_profile"]
+        print(f"PROFILE {name}: {json.dumps(out[name])[:3000]}")
+        assert out[name]["status"] == "ok", out[name]
+    dram = {n: max(k["metrics"]["dram__throughput.avg.pct_of_peak_sustained_elapsed"] for k in p["kernels"])
+            for n, p in out.items()}
+    assert dram["naive"] < 30 < 60 < dram["solution"], dram
+    naive = " ".join(x for k in out["naive"]["kernels"] for x in k["readings"])
+    assert "well below peak" in naive and "of one wave" in naive and "long_scoreboard" in naive
+    assert "ncu/grader =" in out["solution"]["agreement"]
