@@ -23,11 +23,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
-import signal
-import subprocess
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -247,7 +243,7 @@ def profile(ncu: str, spec: Any, submission: Path, shape: str, token: str, timeo
     Never raises for the submission's or the tool's problems: they are the report's ``message``."""
     import sys
 
-    from grader.sanitize import environment, limits
+    from grader.sanitize import run_limited
     groups = spec.profile_metrics or default_groups(spec.ceiling)
     with tempfile.TemporaryDirectory(prefix="grade-profile-") as tmp:
         work = Path(tmp)
@@ -256,21 +252,7 @@ def profile(ncu: str, spec: Any, submission: Path, shape: str, token: str, timeo
         cwd.mkdir()
         cmd = command(ncu, metrics_for(groups), log, Path(spec.path).resolve(), Path(submission).resolve(), token,
                       status, python or sys.executable)
-        t0 = time.perf_counter()
-        with open(out, "wb") as sink:
-            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT, cwd=cwd,
-                                    env=environment(), start_new_session=True, preexec_fn=limits)
-            try:
-                proc.wait(timeout=timeout_s)
-                timed_out = False
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                proc.wait(timeout=30)
-        seconds = time.perf_counter() - t0
+        timed_out, seconds = run_limited(cmd, cwd, out, timeout_s)
         text = log.read_text(errors="replace") if log.is_file() else ""
         output = out.read_text(errors="replace") if out.is_file() else ""
         try:

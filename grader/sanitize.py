@@ -176,6 +176,27 @@ def limits() -> None:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
+def run_limited(cmd: list[str], cwd: Path, output: Path, timeout_s: float) -> tuple[bool, float]:
+    """Run a tool's command (sanitizer, profiler) in a session of its own with :func:`environment`
+    and :func:`limits`, its output into ``output``; killed with its whole session after
+    ``timeout_s`` seconds. Returns (whether it timed out, seconds it took)."""
+    t0 = time.perf_counter()
+    timed_out = False
+    with open(output, "wb") as sink:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT, cwd=cwd,
+                                env=environment(), start_new_session=True, preexec_fn=limits)
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait(timeout=30)
+    return timed_out, time.perf_counter() - t0
+
+
 def run_tool(sanitizer: str, tool: str, spec_path: Path, submission: Path, token: str, timeout_s: float,
              python: str | None = None) -> SanitizerReport:
     """Run one tool on one case and parse its log. Never raises for the submission's problems."""
@@ -186,21 +207,7 @@ def run_tool(sanitizer: str, tool: str, spec_path: Path, submission: Path, token
         cwd.mkdir()
         cmd = command(sanitizer, tool, log, Path(spec_path).resolve(), Path(submission).resolve(), token, status,
                       python)
-        t0 = time.perf_counter()
-        timed_out = False
-        with open(out, "wb") as sink:
-            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT, cwd=cwd,
-                                    env=environment(), start_new_session=True, preexec_fn=limits)
-            try:
-                proc.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                proc.wait(timeout=30)
-        seconds = time.perf_counter() - t0
+        timed_out, seconds = run_limited(cmd, cwd, out, timeout_s)
         text = log.read_text(errors="replace") if log.is_file() else ""
         output = out.read_text(errors="replace") if out.is_file() else ""
         try:
