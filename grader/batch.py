@@ -61,7 +61,48 @@ class Row:
     exit_code: int
     reused: bool
     report: str
+    basis: str | None = None   # what speed is measured against: side-by-side, calibration (a reference) or roofline
     reason: str = ""  # why it was not graded, the smallest failure, or "correct"
+
+
+FAST_P = (0.5, 0.8, 1.0)
+REFERENCE_BASES = ("side-by-side", "calibration")
+
+
+@dataclass(frozen=True)
+class ExerciseSummary:
+    """One exercise over the class: ``submissions`` rows (a missing folder counts, a grade that
+    could not run here does not), how many were graded and correct, the median score, the fastest
+    correct speed against the reference (the clamped geometric mean of the per-shape ratios
+    t_reference / t_submission), and fast_p: for each p in FAST_P, the share of submissions that
+    are correct and at least p times as fast as the reference (KernelBench's fast_p, Ouyang et al.,
+    "KernelBench: Can LLMs Write Efficient GPU Kernels?", 2025). Speeds on the roofline basis
+    (no reference time) count for neither."""
+    exercise: str
+    submissions: int
+    graded: int
+    correct: int
+    median_score: float | None
+    max_score: float | None
+    fastest: float | None
+    fast_p: dict[str, float]
+
+
+def exercise_summaries(rows: list[Row]) -> list[ExerciseSummary]:
+    """Per exercise (in the rows' order), see :class:`ExerciseSummary`."""
+    import statistics
+    out = []
+    for name in dict.fromkeys(r.exercise for r in rows):
+        mine = [r for r in rows if r.exercise == name and r.status != "error"]
+        scores = [r.score for r in mine if r.score is not None]
+        speeds = [r.speed for r in mine if r.correct and r.speed is not None and r.basis in REFERENCE_BASES]
+        n = len(mine)
+        out.append(ExerciseSummary(
+            name, n, sum(r.status == "graded" for r in mine), sum(r.correct for r in mine),
+            statistics.median(scores) if scores else None, next((r.max_score for r in mine if r.max_score), None),
+            max(speeds) if speeds else None,
+            {f"{p:g}": (sum(s >= p for s in speeds) / n if n else 0.0) for p in FAST_P}))
+    return out
 
 
 def discover(submissions: Path, exercises: list[Exercise]) -> tuple[list[Job], list[Job]]:
@@ -170,14 +211,15 @@ def row(job: Job, data: dict, reused: bool, out: Path, fmt: str) -> Row:
                sc.get("max"), bool(data.get("correct")), float(sc.get("correctness") or 0.0),
                float(sc.get("performance") or 0.0), sc.get("aggregate"), len(data.get("flags", [])),
                int(data.get("exit_code", 4)), reused,
-               str((out / job.student / f"{job.exercise.name}.{EXTENSIONS[fmt]}").relative_to(out)), _reason(data))
+               str((out / job.student / f"{job.exercise.name}.{EXTENSIONS[fmt]}").relative_to(out)), sc.get("basis"),
+               _reason(data))
 
 
 def _missing_row(job: Job) -> Row:
     """A pair without a folder: 0 points of the exercise's total (max_score, as on every other row;
     None only when its spec cannot be read)."""
     return Row(job.student, job.exercise.name, "missing", 0.0, job_max(job), False, 0.0, 0.0, None, 0, 3, False, "",
-               f"no folder {job.folder}")
+               reason=f"no folder {job.folder}")
 
 
 def static_rows(jobs: list[Job], missing: list[Job], no_gpu: str, arch: str = "sm_90") -> list[Row]:
@@ -196,15 +238,15 @@ def static_rows(jobs: list[Job], missing: list[Job], no_gpu: str, arch: str = "s
             problem, rep = without_gpu(spec, job.folder, arch)
         except SpecError as exc:
             rows.append(Row(job.student, job.exercise.name, "error", 0.0, None, False, 0.0, 0.0, None, 0, 4, False,
-                            "", str(exc)))
+                            "", reason=str(exc)))
             continue
         if problem:
             rows.append(Row(job.student, job.exercise.name, "not_graded", 0.0, spec.total_points, False, 0.0, 0.0,
-                            None, 0, 3, False, "", problem))
+                            None, 0, 3, False, "", reason=problem))
         else:
             checked = "no problem found by the static checks" + ("" if rep.compiled else "; kernel.cu was NOT compiled")
             rows.append(Row(job.student, job.exercise.name, "error", 0.0, spec.total_points, False, 0.0, 0.0, None,
-                            0, 4, False, "", f"not graded: {no_gpu} ({checked})"))
+                            0, 4, False, "", reason=f"not graded: {no_gpu} ({checked})"))
     return sorted(rows, key=lambda r: (r.student, r.exercise))
 
 
@@ -270,7 +312,7 @@ def collect(jobs: list[Job], missing: list[Job], out: Path, fmt: str, failed: di
         else:
             why = failed.get((job.student, job.exercise.name), "not graded: its cluster job did not finish")
             rows.append(Row(job.student, job.exercise.name, "error", None, job_max(job), False, 0.0, 0.0, None, 0, 4,
-                            False, "", f"{why}; re-run the same command to grade it"))
+                            False, "", reason=f"{why}; re-run the same command to grade it"))
     rows.sort(key=lambda r: (r.student, r.exercise))
     write_summaries(out, rows)
     return rows
@@ -314,7 +356,8 @@ def write_summaries(out: Path, rows: list[Row]) -> None:
             w.writerow(_summary_fields(r))
     os.replace(out / "summary.csv.partial", out / "summary.csv")
     generated = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    _atomic_write(out / "summary.json", json.dumps({"generated": generated,
+    exercises = [asdict(e) for e in exercise_summaries(rows)]
+    _atomic_write(out / "summary.json", json.dumps({"generated": generated, "exercises": exercises,
                                                     "rows": [_summary_fields(r) for r in rows]}, indent=2))
     from grader.report.html import class_index
-    _atomic_write(out / "index.html", class_index([_summary_fields(r) for r in rows], generated))
+    _atomic_write(out / "index.html", class_index([_summary_fields(r) for r in rows], generated, exercises))

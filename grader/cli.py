@@ -1009,6 +1009,17 @@ def _batch_table(console: Console, rows: list, out_dir: Path, missing: list) -> 
         t.add_row(row.student, row.exercise, status, "-" if row.score is None else f"{row.score:g}", "yes" if row.correct else "no",
                   f"{row.speed:.2f}" if row.speed else "-", str(row.flags), "yes" if row.reused else "")
     console.print(t)
+    from grader.batch import FAST_P, exercise_summaries
+    per = Table(show_edge=False, title="per exercise")
+    for col in ("exercise", "submissions", "correct", "median score", "fastest", *(f"fast_{p:g}" for p in FAST_P)):
+        per.add_column(col)
+    for e in exercise_summaries(rows):
+        per.add_row(e.exercise, str(e.submissions), str(e.correct),
+                    "-" if e.median_score is None else f"{e.median_score:g}" + (f" / {e.max_score:g}" if e.max_score else ""),
+                    "-" if e.fastest is None else f"{e.fastest:.2f}x", *(f"{v:.0%}" for v in e.fast_p.values()))
+    console.print(per)
+    console.print("fast_p: the share of submissions that are correct and at least p times as fast as the reference "
+                  "(KernelBench); a missing folder counts, roofline-basis speeds do not")
     console.print(f"{len(rows)} results in {out_dir} (summary.csv, summary.json, index.html; one line per "
                   f"finished grade in batch.log)")
     if missing:

@@ -130,7 +130,7 @@ def error_html(exercise: str, submission: str, kind: str, message: str, exit_cod
     return _page(f"{exercise}: not graded", body)
 
 
-def class_index(rows: list[dict[str, Any]], generated: str) -> str:
+def class_index(rows: list[dict[str, Any]], generated: str, exercises: list[dict[str, Any]] | None = None) -> str:
     """The class page of ``grade batch``: per exercise, the score distribution (graded rows:
     count, median, mean, min, max, and a histogram in tenths of the maximum); then every row
     (student, exercise, status, score, the reason) linked to its report. ``rows`` are the summary
@@ -157,6 +157,12 @@ def class_index(rows: list[dict[str, Any]], generated: str) -> str:
         hist = [[f"{10 * i}-{10 * i + 10}%", str(n), f'<span class="bar" style="width:{12 * n}px"></span>']
                 for i, n in enumerate(counts)]
         parts.append(_table(["score", "students", ""], hist, numeric_from=1, cls="histogram"))
+        summary = next((e for e in exercises or () if e["exercise"] == ex), None)
+        if summary is not None:
+            fast = ", ".join(f"fast_{p} {v:.0%}" for p, v in summary["fast_p"].items())
+            fastest = "-" if summary["fastest"] is None else f"{summary['fastest']:.2f}x the reference"
+            parts.append(f"<p>{summary['correct']} of {summary['submissions']} correct; fastest correct: {fastest}; "
+                         f"{fast} (correct and at least p times as fast as the reference).</p>")
     body = []
     for r in rows:
         score = "-" if r.get("score") is None else f"{r['score']:.1f}"
