@@ -449,3 +449,27 @@ def test_an_honest_worker_leaves_no_process_behind(tmp_path, arrays):
         finally:
             w.close()
         assert not w.escaped and w.strays_killed == 0
+
+
+def test_a_worker_whose_processes_never_settle_is_killed_and_reported_as_a_crash(tmp_path, arrays, monkeypatch):
+    """pause() stops each process the moment a walk finds it and walks again until nothing new is
+    found; a worker that keeps making processes past STOP_PASSES walks is killed, and its next
+    request says why (a crash of the submission's, never a grader error)."""
+    from grader.sandbox import watch
+    w = start(make_submission(tmp_path, ADD))
+    try:
+        assert w.ensure().ok
+        fresh = iter(range(10**9, 2 * 10**9))
+        walk = watch.session_pids
+
+        def endless(sid, escaped=(), visit=None):   # every walk "finds" a process never seen before
+            found = walk(sid, escaped, visit)
+            if visit is not None:
+                visit(next(fresh))
+            return found
+        monkeypatch.setattr(watch, "session_pids", endless)
+        w.pause()
+        out = run(w, arrays)
+        assert not out.ok and out.kind == "crash" and "kept changing" in out.message
+    finally:
+        w.close()

@@ -200,6 +200,7 @@ class Worker:
         self.token = uuid.uuid4().hex
         self.strays_killed = 0     # processes found still running after the worker was killed
         self.escaped: set[int] = set()   # processes that left the worker's tree (see _escaped)
+        self._killed_because = ""        # why the grader killed the worker between requests (see _stop_all)
         self.baseline_libraries: set[str] | None = None
         self._last_sample = 0.0
         self._resumed: list[int] = []   # the session's processes when it was last resumed
@@ -264,6 +265,7 @@ class Worker:
         self.sock = parent
         self.starts += 1
         _LIVE_WORKERS.add(self.proc.pid)
+        self._killed_because = ""
         self.baseline_libraries = None
         hello = self.request({"op": "hello"}, self.config.compile_s, "[limits] compile_s")
         if not hello.ok:
@@ -353,7 +355,47 @@ class Worker:
         group at once, then every process of its session, found by a walk of /proc whose length the
         worker controls (a thousand idle threads make it tens of ms)."""
         self.stop_now()
-        self._signal_group(signal.SIGSTOP)
+        self._stop_all()
+
+    # passes of :meth:`_stop_all` before it gives up on a worker whose processes keep changing
+    STOP_PASSES = 50
+
+    def _stop_all(self) -> None:
+        """SIGSTOP every process of the worker, each the moment a walk finds it, and walk again until a
+        whole walk finds no process it has not stopped yet. A walk that lists first and signals after
+        signals PIDs a process that forks a successor and exits every few ms (a chain) has already
+        left, however long the walk (threads held in a ptrace stop make it tens of ms at no cost to
+        the worker's clock): the chain is never stopped and works between the timed rounds
+        (red-team pass 12, evader_chain). A process found here cannot fork once the SIGSTOP is
+        pending (a fork under way finishes, and its child is the stopped parent's, found by the next
+        walk). A worker still making new processes after STOP_PASSES walks is killed."""
+        if self.proc is None:
+            return
+        try:
+            os.killpg(self.proc.pid, signal.SIGSTOP)
+        except (ProcessLookupError, PermissionError):
+            pass
+        stopped: set[int] = set()
+        fresh = [False]
+
+        def stop(pid: int) -> None:
+            if pid in stopped:
+                return
+            stopped.add(pid)
+            fresh[0] = True
+            try:
+                os.kill(pid, signal.SIGSTOP)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+        for _ in range(self.STOP_PASSES):
+            fresh[0] = False
+            watch.session_pids(self.proc.pid, self._escaped(), visit=stop)
+            if not fresh[0]:
+                return
+        self._killed_because = (f"the worker was killed: its processes kept changing while the grader stopped them "
+                                f"between timed rounds ({self.STOP_PASSES} walks, each finding new ones)")
+        self.kill()   # never settles: the next request reports it as the worker's crash
 
     def stop_now(self) -> None:
         """SIGSTOP the worker's process group and the processes the last :meth:`resume` found, with
@@ -428,6 +470,8 @@ class Worker:
         has been read (``wall_s`` ends there), before any of the parent's checks after it: a timed
         round stops the worker and measures the GPU work it left there."""
         if self.sock is None or self.proc is None:
+            if self._killed_because:
+                return Outcome(False, "crash", self._killed_because)
             return Outcome(False, "grader_error", "no worker running")
         if not self.alive:  # died between requests (a thread of the last call crashing it, say)
             return self._crashed(0.0)

@@ -21,17 +21,20 @@ import os
 import signal
 import time
 from pathlib import Path
+from typing import Callable
 
 TOKEN_VAR = "GRADE_WORKER_TOKEN"   # set in every worker's environment; inherited by its children
 _PROC = Path("/proc")
 
 
-def session_pids(sid: int, escaped: tuple[int, ...] = ()) -> list[int]:
+def session_pids(sid: int, escaped: tuple[int, ...] = (), visit: Callable[[int], None] | None = None) -> list[int]:
     """PIDs of the worker's processes: the worker (its session leader, sid == its PID) and its
     descendants, through /proc/PID/task/TID/children (fast); where the kernel has no such files,
     every process whose session id is ``sid`` (a scan of /proc: milliseconds). ``escaped``: more
     processes to include with their descendants (the worker's that left its tree, see
-    :func:`escaped_processes`)."""
+    :func:`escaped_processes`). ``visit``, when given, is called with each PID the moment it is
+    found, before its children are read (a SIGSTOP sent there reaches it microseconds after it was
+    seen, not after the rest of a walk whose length the worker controls)."""
     found, todo, walked = [], [sid, *escaped], False
     while todo:
         pid = todo.pop()
@@ -41,13 +44,21 @@ def session_pids(sid: int, escaped: tuple[int, ...] = ()) -> list[int]:
         except OSError:
             continue
         found.append(pid)
+        if visit is not None:
+            visit(pid)
         for tid in tids:
             try:
                 todo += [int(c) for c in (tasks / tid / "children").read_text().split()]
                 walked = True
             except (OSError, ValueError):
                 continue
-    return found if walked or not found else session_members(sid)
+    if walked or not found:
+        return found
+    members = session_members(sid)
+    if visit is not None:
+        for pid in members:
+            visit(pid)
+    return members
 
 
 def escaped_processes(live: set[int]) -> dict[int, int]:
