@@ -65,8 +65,8 @@ def escaped_processes(live: set[int]) -> dict[int, int]:
     """Processes that left a worker's process tree: {PID: its session id} for this process's own
     children (where :func:`protect_parent`, the child subreaper, has them re-parented when their
     parent exits: a double fork) that are no live worker (``live``), not in this process's session
-    (its own short-lived subprocesses are) and not zombies. A few /proc reads per thread of this
-    process: tens of microseconds."""
+    (its own short-lived subprocesses are) and not dead (see :func:`_dead`; dead ones are reaped). A
+    few /proc reads per thread of this process: tens of microseconds."""
     me, my_sid = os.getpid(), os.getsid(0)
     out: dict[int, int] = {}
     kids: list[int] = []
@@ -106,14 +106,9 @@ def _dead(pid: int, fields: list[str]) -> bool:
     if fields[0] not in "ZX":
         return False
     try:
-        return all(_stat_fields_task(pid, t)[0] in "ZX" for t in os.listdir(_PROC / str(pid) / "task"))
+        return all(_stat_fields(pid, t)[0] in "ZX" for t in os.listdir(_PROC / str(pid) / "task"))
     except OSError:
         return True
-
-
-def _stat_fields_task(pid: int, tid: str) -> list[str]:
-    stat = (_PROC / str(pid) / "task" / tid / "stat").read_text()
-    return stat[stat.rfind(")") + 2:].split()
 
 
 def _parent(pid: int) -> int | None:
@@ -221,10 +216,10 @@ def forbidden_in(libraries: set[str], forbidden: tuple[str, ...]) -> list[str]:
     return sorted(lib for lib in libraries for f in forbidden if lib.startswith(f))
 
 
-def _stat_fields(pid: int) -> list[str]:
-    """Fields of /proc/PID/stat after the command name (which may hold spaces and parentheses):
-    [0] state, [1] ppid, [3] session id."""
-    stat = (_PROC / str(pid) / "stat").read_text()
+def _stat_fields(pid: int, tid: str | None = None) -> list[str]:
+    """Fields of /proc/PID/stat (of thread ``tid``: /proc/PID/task/TID/stat) after the command name
+    (which may hold spaces and parentheses): [0] state, [1] ppid, [3] session id."""
+    stat = ((_PROC / str(pid) / "stat") if tid is None else (_PROC / str(pid) / "task" / tid / "stat")).read_text()
     return stat[stat.rfind(")") + 2:].split()
 
 
