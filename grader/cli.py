@@ -82,6 +82,7 @@ def main() -> None:
       grade ex07 --submission DIR   grade another folder (kernel.cu + solution.py)
       grade ex07 --compile-only     compile + static report (works without a GPU)
       grade ex07 --sanitize         the smallest failing case under compute-sanitizer
+      grade ex07 --profile          where a correct kernel's time goes (Nsight Compute)
       grade list                    the exercises
       grade run --help              every option of a grade
     Instructors and CI:
@@ -281,7 +282,9 @@ def _tracer_refusal() -> str | None:
               "[profile] section names (DRAM throughput, occupancy and its limit, cache hit rates, bank conflicts, warp "
               "stalls, tensor pipe) with a sentence on each. Needs ncu (CUDA toolkit), a GPU and access to its counters.")
 @click.option("--profile-shape", "profile_shape", default=None, metavar="NAME",
-              help="With --profile: the benchmark shape to profile (default: the first); implies --profile.")
+              help="With --profile: the benchmark shape to profile, by its name in the spec's [[benchmark]] list "
+              "(as the report's timing table shows it; quote names with spaces or ^); default: the first; implies "
+              "--profile.")
 @click.option("--hide", "hide", multiple=True, type=click.Path(file_okay=False), help="Another folder the "
               "submission's worker must not see (repeatable; `grade batch` hides every student's submissions and "
               "its --out folder).")
@@ -310,7 +313,12 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
         tools = _sanitize_options(sanitize_tools, compile_only, backend, fmt)
     profile_kernels = profile_kernels or profile_shape is not None
     if profile_kernels:
-        _profile_options(bool(tools), compile_only, no_timing, case_token, backend)
+        _profile_options(bool(tools), compile_only, case_token, backend, fmt)
+    if (tools or profile_kernels) and mode == "grading" and not allow_unisolated:
+        what = "--sanitize" if tools else "--profile"
+        raise click.UsageError(f"{what} runs the submission under a tool, outside the worker's sandbox (no mount "
+                               f"isolation from the course files, no kernel trace): not in --mode grading; run it "
+                               f"in --mode quick, or pass --allow-unisolated")
 
     if arch is not None:
         from grader.static import arch_problem
@@ -354,7 +362,8 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
     if backend in ("auto", "cuda"):
         why = dev.unavailable_reason()
         if why is not None:
-            _no_gpu(spec, ex.name, sub, submission is not None, arch, why, bool(tools), fmt, output, json_out)
+            _no_gpu(spec, ex.name, sub, submission is not None, arch, why, bool(tools), fmt, output, json_out,
+                    profile_kernels)
     sanitizer = None
     if tools:  # before grading: without the tool nothing here can help
         from grader.sanitize import MISSING, find_sanitizer
@@ -443,7 +452,7 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
 
 
 def _no_gpu(spec, exercise: str, sub: Path, given: bool, arch: str | None, why: str, sanitize: bool, fmt: str,
-            output: str | None, json_out: str | None) -> None:  # type: ignore[no-untyped-def]
+            output: str | None, json_out: str | None, profile: bool = False) -> None:  # type: ignore[no-untyped-def]
     """No GPU here (``why``): what the static checks of --compile-only find in the submission is
     reported as such (exit 3, the no-GPU reason beside it), as ``grade batch`` records it; without a
     problem, the one-line no-GPU message (exit 4). Never returns."""
@@ -461,6 +470,9 @@ def _no_gpu(spec, exercise: str, sub: Path, given: bool, arch: str | None, why: 
     if sanitize:
         from grader.sanitize import MISSING, find_sanitizer
         needs = "--sanitize runs kernels on a GPU" + ("" if find_sanitizer() else f"; also {MISSING}")
+    if profile:
+        from grader.profiling import MISSING as NO_NCU, find_ncu
+        needs = "--profile runs kernels on a GPU" + ("" if find_ncu() else f"; also {NO_NCU}")
     _emit_error(fmt, output, json_out, exercise, str(sub), "no_gpu",
                 f"{why}: {needs}. Without a GPU, {compile_only} compiles kernel.cu and prints the static report.",
                 EXIT_ERROR, spec.total_points)
@@ -492,11 +504,14 @@ def _sanitize_options(tools: str | None, compile_only: bool, backend: str, fmt: 
         raise click.BadParameter(str(exc), param_hint="--sanitize-tools") from None
 
 
-def _profile_options(sanitize: bool, compile_only: bool, no_timing: bool, case_token: str | None,
-                     backend: str) -> None:
+def _profile_options(sanitize: bool, compile_only: bool, case_token: str | None, backend: str, fmt: str) -> None:
     """Usage errors for combinations --profile cannot serve."""
     if sanitize:
-        raise click.UsageError("--profile and --sanitize each re-run the kernels under a tool; run one at a time")
+        raise click.UsageError("--profile and --sanitize (or --sanitize-tools) each re-run the kernels under a tool; "
+                               "run one at a time")
+    if fmt not in ("text", "json", "html"):
+        raise click.BadParameter("--profile writes text, json or html (the profile has no place in this format)",
+                                 param_hint="--format")
     if compile_only or backend == "host":
         raise click.UsageError("--profile runs kernels on the GPU; drop " + ("--compile-only" if compile_only else "--backend host"))
     if case_token:
@@ -537,7 +552,8 @@ def _profile_after(spec, sub: Path, result, bench, ncu: str, fmt: str):  # type:
         report = profiling.profile(ncu, spec, sub, bench.name, token, timeout)
     timed = next((b.time_ms for b in result.benchmarks if b.name == bench.name), None)
     data = profiling.to_dict(report)
-    data["agreement"] = profiling.agreement(report, timed)
+    data["agreement"] = profiling.agreement(report, timed) or (
+        "" if report.status != "ok" else "no grader time to compare with: this shape was not timed (--no-timing?)")
     return replace(result, kernel_profile=data)
 
 

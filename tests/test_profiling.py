@@ -130,8 +130,11 @@ def test_the_spec_section_names_known_groups(tmp_path):
 
 @pytest.mark.parametrize("extra, words", [
     (["--sanitize"], "run one at a time"),
+    (["--sanitize-tools", "memcheck"], "--profile and --sanitize (or --sanitize-tools)"),
     (["--backend", "host"], "drop --backend host"),
     (["--case", "n=1/a=0,b=0/seed=1"], "drop --case"),
+    (["--format", "gradescope"], "--profile writes text, json or html"),
+    (["--mode", "grading"], "outside the worker's sandbox"),
 ])
 def test_profile_refuses_what_it_cannot_serve(extra, words):
     out = CliRunner().invoke(cli.main, ["ex01", "--root", str(ROOT), "--profile", *extra])
@@ -167,3 +170,18 @@ def test_grade_profile_shows_why_the_naive_layernorm_is_slow(tmp_path):
     naive = " ".join(x for k in out["naive"]["kernels"] for x in k["readings"])
     assert "well below peak" in naive and "of one wave" in naive and "long_scoreboard" in naive
     assert "ncu/grader =" in out["solution"]["agreement"]
+
+
+def test_sanitize_is_refused_in_grading_mode_too():
+    out = CliRunner().invoke(cli.main, ["ex01", "--root", str(ROOT), "--sanitize", "--mode", "grading"])
+    assert out.exit_code == 2 and "--sanitize runs the submission under a tool" in out.output, out.output
+
+
+def test_without_a_gpu_profile_says_so_and_names_a_missing_ncu(monkeypatch):
+    from grader import device
+    monkeypatch.setattr(device, "unavailable_reason", lambda: "no NVIDIA GPU (test)")
+    monkeypatch.setattr(profiling, "find_ncu", lambda env=None: None)
+    out = CliRunner().invoke(cli.main, ["ex01", "--root", str(ROOT), "--profile",
+                                        "--submission", str(ROOT / "solutions" / "ex01_vector_add")])
+    assert out.exit_code == cli.EXIT_ERROR
+    assert "--profile runs kernels on a GPU; also ncu (Nsight Compute) not found" in out.output
