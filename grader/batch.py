@@ -71,21 +71,24 @@ REFERENCE_BASES = ("side-by-side", "calibration")
 
 @dataclass(frozen=True)
 class ExerciseSummary:
-    """One exercise over the class: ``submissions`` rows (a missing folder counts, a grade that
-    could not run here does not), how many were graded and correct, the median score, the fastest
-    correct speed against the reference (the clamped geometric mean of the per-shape ratios
-    t_reference / t_submission), and fast_p: for each p in FAST_P, the share of submissions that
-    are correct and at least p times as fast as the reference (KernelBench's fast_p, Ouyang et al.,
-    "KernelBench: Can LLMs Write Efficient GPU Kernels?", 2025). Speeds on the roofline basis
-    (no reference time) count for neither."""
+    """One exercise over the class: ``submissions`` rows with a result (a missing folder counts as
+    its 0; ``pending``: rows whose grade could not run here, status "error", counted apart), how
+    many were graded and correct, the median score of the submissions, the fastest correct speed
+    against the reference (the clamped geometric mean of the per-shape ratios t_reference /
+    t_submission), and fast_p: for each p in FAST_P, the share of the submissions that are correct
+    and at least p times as fast as the reference (KernelBench's fast_p, Ouyang et al.,
+    "KernelBench: Can LLMs Write Efficient GPU Kernels?", 2025). fast_p is None (unknown) while
+    rows are pending or when a correct submission has no speed against a reference (the roofline
+    basis, or no reference time at all)."""
     exercise: str
     submissions: int
+    pending: int
     graded: int
     correct: int
     median_score: float | None
     max_score: float | None
     fastest: float | None
-    fast_p: dict[str, float]
+    fast_p: dict[str, float | None]
 
 
 def exercise_summaries(rows: list[Row]) -> list[ExerciseSummary]:
@@ -93,15 +96,18 @@ def exercise_summaries(rows: list[Row]) -> list[ExerciseSummary]:
     import statistics
     out = []
     for name in dict.fromkeys(r.exercise for r in rows):
-        mine = [r for r in rows if r.exercise == name and r.status != "error"]
+        everyone = [r for r in rows if r.exercise == name]
+        mine = [r for r in everyone if r.status != "error"]
         scores = [r.score for r in mine if r.score is not None]
-        speeds = [r.speed for r in mine if r.correct and r.speed is not None and r.basis in REFERENCE_BASES]
-        n = len(mine)
+        correct = [r for r in mine if r.correct]
+        speeds = [r.speed for r in correct if r.speed is not None and r.basis in REFERENCE_BASES]
+        n, pending = len(mine), len(everyone) - len(mine)
+        known = n > 0 and not pending and len(speeds) == len(correct)
         out.append(ExerciseSummary(
-            name, n, sum(r.status == "graded" for r in mine), sum(r.correct for r in mine),
-            statistics.median(scores) if scores else None, next((r.max_score for r in mine if r.max_score), None),
+            name, n, pending, sum(r.status == "graded" for r in mine), len(correct),
+            statistics.median(scores) if scores else None, next((r.max_score for r in everyone if r.max_score), None),
             max(speeds) if speeds else None,
-            {f"{p:g}": (sum(s >= p for s in speeds) / n if n else 0.0) for p in FAST_P}))
+            {f"{p:g}": (sum(s >= p for s in speeds) / n if known else None) for p in FAST_P}))
     return out
 
 

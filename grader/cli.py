@@ -922,7 +922,9 @@ def batch_cmd(submissions: str, names: str, gpus: str, out: str, fmt: str, mode:
               gpus_per_job: int, per_job: int, job_minutes: int, root: str | None, backend: str) -> None:
     """Grade SUBMISSIONS/<student>/<exercise>/ for every student and exercise: one worker per GPU
     (or Slurm jobs, --executor slurm), reference timings measured once and shared, resumable,
-    summary.csv, summary.json and index.html in --out."""
+    summary.csv, summary.json and index.html in --out, with a summary per exercise (correct, median score,
+    fastest speed against the reference, fast_p at p = 0.5, 0.8, 1: the share of submissions correct and at
+    least p times as fast as the reference)."""
     from rich.progress import Progress
     from grader import batch as gb
 
@@ -1027,15 +1029,17 @@ def _batch_table(console: Console, rows: list, out_dir: Path, missing: list) -> 
     console.print(t)
     from grader.batch import FAST_P, exercise_summaries
     per = Table(show_edge=False, title="per exercise")
-    for col in ("exercise", "submissions", "correct", "median score", "fastest", *(f"fast_{p:g}" for p in FAST_P)):
-        per.add_column(col)
+    for col in ("exercise", "n", "pending", "graded", "correct", "median", "fastest", *(f"p={p:g}" for p in FAST_P)):
+        per.add_column(col, no_wrap=True)
     for e in exercise_summaries(rows):
-        per.add_row(e.exercise, str(e.submissions), str(e.correct),
-                    "-" if e.median_score is None else f"{e.median_score:g}" + (f" / {e.max_score:g}" if e.max_score else ""),
-                    "-" if e.fastest is None else f"{e.fastest:.2f}x", *(f"{v:.0%}" for v in e.fast_p.values()))
+        per.add_row(e.exercise.split("_")[0], str(e.submissions), str(e.pending), str(e.graded), str(e.correct),
+                    "-" if e.median_score is None else f"{e.median_score:g}",
+                    "-" if e.fastest is None else f"{e.fastest:.2f}x",
+                    *("-" if v is None else f"{v:.0%}" for v in e.fast_p.values()))
     console.print(per)
-    console.print("fast_p: the share of submissions that are correct and at least p times as fast as the reference "
-                  "(KernelBench); a missing folder counts, roofline-basis speeds do not")
+    console.print("n: submissions with a result (a missing folder counts as 0); pending: grades that could not run "
+                  "here. p=...: fast_p (KernelBench), the share of the n that are correct and at least p times as fast "
+                  "as the reference; '-' while rows are pending or a correct one has no reference time", highlight=False)
     console.print(f"{len(rows)} results in {out_dir} (summary.csv, summary.json, index.html; one line per "
                   f"finished grade in batch.log)")
     if missing:

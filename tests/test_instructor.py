@@ -408,8 +408,9 @@ def test_batch_grades_everyone_and_resumes_after_an_interruption(runner, tmp_pat
     assert (ex["exercise"], ex["submissions"], ex["graded"], ex["correct"]) == ("ex90_add", 4, 3, 1)
     scores = sorted(r["score"] for r in rows)
     assert ex["median_score"] == (scores[1] + scores[2]) / 2
-    assert rows[0]["basis"] is None and ex["fastest"] is None and set(ex["fast_p"].values()) == {0.0}
-    assert "per exercise" in out.output and "fast_0.5" in out.output
+    assert rows[0]["basis"] is None and ex["fastest"] is None and ex["pending"] == 0
+    assert set(ex["fast_p"].values()) == {None}    # alice is correct but has no reference time here
+    assert "per exercise" in out.output and "p=0.5" in out.output
     assert rows[3]["max_score"] == rows[0]["max_score"] is not None    # a missing folder scores 0 of the same max
     carol = json.loads((res / "carol" / "ex90_add.json").read_text())
     assert carol["smallest_failure"]["status"] == "crash"
@@ -428,7 +429,7 @@ def test_batch_grades_everyone_and_resumes_after_an_interruption(runner, tmp_pat
     index = (res / "index.html").read_text()    # the class page: each row linked, the distribution
     assert '<a href="alice/ex90_add.txt">alice</a>' in index and "<h2>ex90_add</h2>" in index
     assert "4 scored (0 without a score)" in index     # dave has no folder: his 0 counts
-    assert "1 of 4 correct; fastest correct: -; fast_0.5 0%" in index
+    assert "1 of 4 correct; fastest correct: -; fast_0.5 unknown" in index
     assert (res / "alice" / "ex90_add.roofline.svg").is_file()    # alice's kernel was timed
     log = [ln.split("\t") for ln in (res / "batch.log").read_text().splitlines()]
     assert [(f[1], f[3]) for f in log] == [("alice", "graded"), ("bob", "graded"), ("carol", "graded"), ("bob", "graded")]
@@ -625,7 +626,9 @@ def test_the_class_summary_counts_fast_p_over_every_submission():
             r("e", "missing", 0.0, False, None, None), r("f", "error", None, False, None, None),
             r("a", "graded", 50.0, True, 0.9, "side-by-side", "ex08_layernorm")]
     soft, norm = exercise_summaries(rows)
-    assert (soft.exercise, soft.submissions, soft.graded, soft.correct) == ("ex07_softmax", 5, 4, 3)
+    assert (soft.exercise, soft.submissions, soft.pending, soft.graded, soft.correct) == ("ex07_softmax", 5, 1, 4, 3)
     assert soft.median_score == 80.0 and soft.max_score == 100.0 and soft.fastest == 1.1
-    assert soft.fast_p == {"0.5": 2 / 5, "0.8": 1 / 5, "1": 1 / 5}
+    assert set(soft.fast_p.values()) == {None}       # f's grade is pending, c has only a roofline speed
     assert norm.fast_p == {"0.5": 1.0, "0.8": 1.0, "1": 0.0}
+    (soft,) = exercise_summaries([x for x in rows if x.student not in ("c", "f") and x.exercise == "ex07_softmax"])
+    assert soft.fast_p == {"0.5": 2 / 4, "0.8": 1 / 4, "1": 1 / 4}   # over all four, the missing e included

@@ -159,10 +159,12 @@ def class_index(rows: list[dict[str, Any]], generated: str, exercises: list[dict
         parts.append(_table(["score", "students", ""], hist, numeric_from=1, cls="histogram"))
         summary = next((e for e in exercises or () if e["exercise"] == ex), None)
         if summary is not None:
-            fast = ", ".join(f"fast_{p} {v:.0%}" for p, v in summary["fast_p"].items())
+            fast = ", ".join(f"fast_{p} " + ("unknown" if v is None else f"{v:.0%}") for p, v in summary["fast_p"].items())
             fastest = "-" if summary["fastest"] is None else f"{summary['fastest']:.2f}x the reference"
-            parts.append(f"<p>{summary['correct']} of {summary['submissions']} correct; fastest correct: {fastest}; "
-                         f"{fast} (correct and at least p times as fast as the reference).</p>")
+            pending = f" ({summary['pending']} pending: not graded here)" if summary["pending"] else ""
+            parts.append(f"<p>{summary['correct']} of {summary['submissions']} correct{pending}; fastest correct: "
+                         f"{fastest}; {fast} (the share correct and at least p times as fast as the reference; "
+                         f"unknown while grades are pending or without a reference time).</p>")
     body = []
     for r in rows:
         score = "-" if r.get("score") is None else f"{r['score']:.1f}"
