@@ -111,17 +111,29 @@ def exercise_summaries(rows: list[Row]) -> list[ExerciseSummary]:
     return out
 
 
-def discover(submissions: Path, exercises: list[Exercise]) -> tuple[list[Job], list[Job]]:
+def discover(submissions: Path, exercises: list[Exercise], skip: Path | None = None) -> tuple[list[Job], list[Job]]:
     """(jobs, missing): every (student, exercise) folder under ``submissions``, and the pairs for
     which a student has no folder (they get a "missing" row, so nobody silently drops out).
+    ``skip``: a folder that is no student's (the results folder, when it lies inside).
 
     Raises:
-        FileNotFoundError: the folder does not exist.
+        FileNotFoundError: the folder does not exist, holds no student folder, or holds exercise
+            folders where student folders belong (the layout one level off).
     """
+    layout = "expected SUBMISSIONS/<student>/<exercise>/"
     if not submissions.is_dir():
-        raise FileNotFoundError(f"{submissions}: no such folder (expected SUBMISSIONS/<student>/<exercise>/)")
+        raise FileNotFoundError(f"{submissions}: no such folder ({layout})")
+    skipped = skip.resolve() if skip is not None else None
+    students = sorted(p for p in submissions.iterdir()
+                      if p.is_dir() and not p.name.startswith(".") and p.resolve() != skipped)
+    if not students:
+        raise FileNotFoundError(f"{submissions}: no student folders in it ({layout})")
+    names = {n for ex in exercises for n in (ex.name, ex.name[:4])}
+    if all(p.name in names for p in students):
+        raise FileNotFoundError(f"{submissions}: its folders ({', '.join(p.name for p in students[:3])}) are exercise "
+                                f"folders, not students ({layout}): put them in a folder per student")
     jobs, missing = [], []
-    for student in sorted(p for p in submissions.iterdir() if p.is_dir() and not p.name.startswith(".")):
+    for student in students:
         for ex in exercises:
             found = next((c for c in (student / ex.name, student / ex.name[:4]) if c.is_dir()), None)
             (jobs if found else missing).append(Job(student.name, ex, found or student / ex.name))

@@ -930,11 +930,11 @@ def batch_cmd(submissions: str, names: str, gpus: str, out: str, fmt: str, mode:
 
     r = _root(root)
     exs = _exercises(r, [names] if names else [])
+    out_dir = Path(out)
     try:
-        jobs, missing = gb.discover(Path(submissions), exs)
+        jobs, missing = gb.discover(Path(submissions), exs, skip=out_dir)
     except FileNotFoundError as exc:
         raise click.UsageError(str(exc)) from None
-    out_dir = Path(out)
     gpu_list: list[str | None] = [g.strip() for g in gpus.split(",") if g.strip()] or [None]
     if not all(g is None or g.isdigit() for g in gpu_list):
         raise click.BadParameter(f"{gpus!r} is not a comma-separated list of GPU indices", param_hint="--gpus")

@@ -632,3 +632,21 @@ def test_the_class_summary_counts_fast_p_over_every_submission():
     assert norm.fast_p == {"0.5": 1.0, "0.8": 1.0, "1": 0.0}
     (soft,) = exercise_summaries([x for x in rows if x.student not in ("c", "f") and x.exercise == "ex07_softmax"])
     assert soft.fast_p == {"0.5": 2 / 4, "0.8": 1 / 4, "1": 1 / 4}   # over all four, the missing e included
+
+
+def test_batch_names_a_wrong_layout_and_never_grades_its_own_results(runner, tmp_path):
+    import shutil
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    out = runner.invoke(cli.main, ["batch", str(empty), "--root", str(COURSE), "--backend", "host"])
+    assert out.exit_code == 2 and "no student folders in it" in out.output
+    flat = tmp_path / "flat"
+    shutil.copytree(COURSE / "solutions" / "ex90_add", flat / "ex90_add")
+    out = runner.invoke(cli.main, ["batch", str(flat), "--root", str(COURSE), "--backend", "host"])
+    assert out.exit_code == 2 and "are exercise folders, not students" in out.output
+    from grader import batch as gb
+    from grader.spec import list_exercises
+    subs = _submissions(tmp_path)
+    (subs / "results").mkdir()
+    jobs, missing = gb.discover(subs, list_exercises(COURSE), skip=subs / "results")
+    assert "results" not in {j.student for j in [*jobs, *missing]}
