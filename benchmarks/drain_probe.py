@@ -1,5 +1,6 @@
-"""What GpuDrain (grader.sandbox.watch) reports right after another process's reply, for issue 10's
-NOISE_MS question: how long a wait is when the other context left nothing on the GPU (the false
+"""GpuDrain's wait right after another process's reply, with and without work left on the GPU.
+
+For issue 10's NOISE_MS question (grader.sandbox.watch.GpuDrain): how long a wait is when the other context left nothing on the GPU (the false
 alarm the forgiveness exists for), and from how much left-over work on it is seen.
 
     python3 benchmarks/drain_probe.py [--reps 40] [--left-us 0,20,50,100,200,400]
