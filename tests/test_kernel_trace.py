@@ -420,6 +420,10 @@ void fake_stream_wait(void) {
     call(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuStreamWaitValue32_v2, CUPTI_API_ENTER,
          "cuStreamWaitValue32_v2", 0, params, 0);
 }
+CUresult cuCtxGetCurrent(CUcontext *c) { *c = (CUcontext)0x77; return CUDA_SUCCESS; }
+CUresult cuCtxPushCurrent_v2(CUcontext c) { return c == (CUcontext)0x77 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT; }
+CUresult cuCtxPopCurrent_v2(CUcontext *c) { *c = (CUcontext)0x77; return CUDA_SUCCESS; }
+CUresult cuCtxSynchronize(void) { return CUDA_SUCCESS; }
 void fake_disable(void) { enabled[CUPTI_CB_DOMAIN_DRIVER_API][CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel] = 0; }
 """
 
@@ -982,6 +986,8 @@ def test_work_started_after_a_timed_window_closed_is_read_as_late():
     (1, [b"B 1", b"W 1", b"W 1"], "closed twice"),
     (1, [b"B 1", b"L 2 + mine"], "late-work line outside a closed timed window"),
     (0, [b"B 1"], "request-start line the grader did not cause"),
+    # red-team: the trusted B of the timed request skipped, the submission's own B written after W
+    (1, [b"K 2 + mine", b"W 2", b"B 2", b"K 3 + mine"], "closed before its request's start line"),
 ])
 def test_marks_the_grader_did_not_cause_are_tampering(sent, lines, what):
     f = kt.TraceFile()
@@ -1009,5 +1015,28 @@ def test_no_b_line_is_expected_before_the_tracer_started():
         t.write(b"B 1", b"S 1")
         f.names()
         assert not f.error
+    finally:
+        f.close()
+
+
+def test_a_failed_timed_round_without_w_is_its_own_error_not_tampering():
+    """Red-team finding: solve raising (or the synchronisation reporting a CUDA error) in a timed
+    round ends it before the W line; the reply's error is the report, not tampering."""
+    import types
+    from grader.sandbox import supervisor as sv
+    f = kt.TraceFile()
+    t = SignedLines(f)
+    try:
+        t.write(b"R CUPTI 130001", b"K 1 + mine", b"S 1")
+        f.names()
+        own = kt.OwnKernels(entries=frozenset({"mine"}), templates=frozenset())
+        w = types.SimpleNamespace(trace=f, own_kernels=own, proc=None, _carried=[], own_kernels_traced=0,
+                                  own_launched=set())
+        f.request_sent()
+        t.write(b"B 1", b"K 2 + mine")
+        assert sv.Worker._foreign_kernels(w, "time", False) == "" and not f.error
+        f.request_sent()
+        t.write(b"B 2", b"K 3 + mine")
+        assert "not marked (W line)" in sv.Worker._foreign_kernels(w, "time", True)
     finally:
         f.close()

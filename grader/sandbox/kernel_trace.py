@@ -364,6 +364,9 @@ class TraceFile:
                 if tag == "W ":
                     if self._closed:
                         self.tampered("a timed window was closed twice")
+                    elif self._requests_pending > 0:   # its request's B is missing or comes after it
+                        self.tampered("a timed window closed before its request's start line (the tracer's marks "
+                                      "were called from submission code)")
                     self._closed = True
                     self.windows_closed += 1
                 elif self._requests_pending <= 0:

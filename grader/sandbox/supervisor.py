@@ -509,7 +509,7 @@ class Worker:
             self.kill()
             return Outcome(False, "forbidden_library", f"the worker loaded {', '.join(banned)}, which this exercise "
                            f"forbids ([features] forbidden_libraries); write the kernel yourself", wall_s=wall)
-        alien = self._foreign_kernels(message.get("op")) or self._other_gpu_processes()
+        alien = self._foreign_kernels(message.get("op"), reply.get("ok") is True) or self._other_gpu_processes()
         if alien:
             self.kill()
             return Outcome(False, "foreign_kernel", alien, wall_s=wall)
@@ -601,7 +601,7 @@ class Worker:
             return []
         return watch.forbidden_in(self._libraries() - self.baseline_libraries, self.config.forbidden_libraries)
 
-    def _foreign_kernels(self, op: Any) -> str:
+    def _foreign_kernels(self, op: Any, replied_ok: bool = True) -> str:
         """The message when kernels traced since the last request include one that is not the
         submission's own while a graded call ran (see grader.sandbox.kernel_trace); "" otherwise."""
         if self.trace is None:
@@ -630,7 +630,9 @@ class Worker:
             self.trace.check_descriptor(self.proc.pid)
         if not self.trace.reported and op != "time":   # the worker flushes before every reply but a timed round's
             self.trace.tampered("the tracer's flush did not run before the reply")
-        if op == "time" and self.trace.status and self.trace.windows_closed == closed:
+        # a timed round that failed (solve raised, the synchronisation reported a CUDA error) may end
+        # before its W line: its own error is the report, not tampering
+        if op == "time" and replied_ok and self.trace.status and self.trace.windows_closed == closed:
             self.trace.tampered("the timed round's synchronisation was not marked (W line)")
         if self.trace.error:
             return f"{self.trace.error}; the own-kernels check cannot vouch for this submission"

@@ -269,14 +269,19 @@ class Server:
         events = self._events[:len(order) + 1]
         if flush_bytes:
             self._memset_async(self._flush.data.ptr, len(order) & 0xFF, flush_bytes, stream.ptr)
-        events[0].record(stream)
-        for i, k in enumerate(order):
-            self.call(sets[k])
-            events[i + 1].record(stream)
-        t_queued = time.perf_counter()
+        try:
+            events[0].record(stream)
+            for i, k in enumerate(order):
+                self.call(sets[k])
+                events[i + 1].record(stream)
+        finally:   # also when solve raised: the W line is written whatever happened
+            t_queued = time.perf_counter()
+            # the tracer closes the window (W; GPU work started from then on, by any thread, is an L
+            # line, which fails the round), then synchronises the own modules' context itself
+            status = self._window_end() if self._window_end is not None else 0
+        if status > 0:   # a CUDA error of the timed calls (-1: the tracer did not start)
+            raise cupy.cuda.driver.CUDADriverError(status)
         self.sync()
-        if self._window_end is not None:   # GPU work started from here on runs after the clock stopped:
-            self._window_end()             # the tracer writes it as an L line, which fails the round
         t_synced = time.perf_counter()
         times = [cupy.cuda.get_elapsed_time(a, b) for a, b in zip(events, events[1:])]
         t_out = time.perf_counter()
