@@ -184,6 +184,16 @@ def _worker_env(token: str, home: Path, config: WorkerConfig) -> dict[str, str]:
     return env
 
 
+def _send(sig: signal.Signals, pids: "tuple[int, ...] | list[int]") -> None:
+    """Send ``sig`` to each of ``pids`` in order (a negative one: that process group), skipping any
+    that is gone or not this user's."""
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
 class Worker:
     """One worker process for one submission. Not thread-safe; one request at a time."""
 
@@ -371,10 +381,7 @@ class Worker:
         walk). A worker still making new processes after STOP_PASSES walks is killed."""
         if self.proc is None:
             return
-        try:
-            os.killpg(self.proc.pid, signal.SIGSTOP)
-        except (ProcessLookupError, PermissionError):
-            pass
+        _send(signal.SIGSTOP, (-self.proc.pid,))
         stopped: set[int] = set()
         fresh = [False]
 
@@ -383,10 +390,7 @@ class Worker:
                 return
             stopped.add(pid)
             fresh[0] = True
-            try:
-                os.kill(pid, signal.SIGSTOP)
-            except (ProcessLookupError, PermissionError):
-                pass
+            _send(signal.SIGSTOP, (pid,))
 
         for _ in range(self.STOP_PASSES):
             fresh[0] = False
@@ -403,11 +407,7 @@ class Worker:
         nothing it does after the reply (the parent's clock has stopped) goes unseen."""
         if self.proc is None:
             return
-        for pid in (-self.proc.pid, *self._resumed):   # negative: the process group
-            try:
-                os.kill(pid, signal.SIGSTOP)
-            except (ProcessLookupError, PermissionError):
-                pass
+        _send(signal.SIGSTOP, (-self.proc.pid, *self._resumed))
 
     def resume(self) -> float:
         """Continue every process of the worker's session; returns ``time.perf_counter()`` just
@@ -424,15 +424,7 @@ class Worker:
         if sig == signal.SIGCONT:
             self._resumed = pids
         start = time.perf_counter()
-        try:
-            os.killpg(self.proc.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
-        for pid in pids:
-            try:
-                os.kill(pid, sig)
-            except (ProcessLookupError, PermissionError):
-                pass
+        _send(sig, (-self.proc.pid, *pids))
         return start
 
     def _new_cwd(self) -> None:
