@@ -98,13 +98,22 @@ def test_naive_fixture_stays_below_its_ladder_bound_in_the_bundle(bundle: Path, 
     assert_naive_below_its_ladder_bound(bundle, tmp_path)
 
 
-@pytest.mark.parametrize("exercise, cheat", [("ex01_vector_add", "nonblocking_stream"),
-                                             ("ex07_softmax", "host_thread_launch")])
-def test_side_stream_and_host_thread_cheats_are_flagged_in_the_bundle(bundle: Path, tmp_path: Path,
-                                                                      exercise: str, cheat: str) -> None:
+# The bundle's own grader catches these as the course repository's does: a side stream's work is
+# flagged (the wall-clock time is used); work a host thread starts after solve returns, once the
+# timed round's calls were synchronised, is refused (the late-work window of grader.sandbox.kernel_trace).
+@pytest.mark.parametrize("exercise, cheat, caught", [
+    ("ex01_vector_add", "nonblocking_stream", "flag"),
+    ("ex07_softmax", "host_thread_launch", "refused")])
+def test_side_stream_and_host_thread_cheats_are_caught_in_the_bundle(bundle: Path, tmp_path: Path,
+                                                                     exercise: str, cheat: str, caught: str) -> None:
     r = grade_in_bundle(bundle, exercise, ROOT / "tests" / "cheats" / exercise / cheat, tmp_path)
     assert r["status"] == "graded", summary(r)
-    assert any("outside the timed events" in f for f in r["flags"]), summary(r)
+    if caught == "flag":
+        assert any("outside the timed events" in f for f in r["flags"]), summary(r)
+    else:
+        messages = [c.get("message", "") for c in r["cases"] if c["status"] == "foreign_kernel"]
+        assert r["score"]["total"] == 0 and any("after a timed round's calls had been synchronised" in m
+                                                for m in messages), summary(r)
 
 
 @pytest.fixture(scope="module")
