@@ -13,7 +13,9 @@ order (logs in OUT/logs/<phase>[-<n>].txt):
    the cuda cheats whose expectation is a refusal, a wrong output or a memory cap. Concurrent
    grades slow each other down, which none of these outcomes depends on; their timing sections
    take turns (the grader's per-GPU timing lock, grader.device.gpu_lock). A test still running
-   when the limit stops the phase is named in the table ("not finished"), so a hang shows.
+   when the limit stops the phase is named in the table ("not finished"), so a hang shows. A test
+   failed only because another job held the GPU's memory (the grader refused with
+   DeviceMemoryError) runs again alone, in its own row ("shared-alone").
 3. timed, alone: the cheats judged by their timing (``expect`` "flag", "no_gain",
    "zero_performance"), which need a quiet GPU.
 4. full_marks, alone: every reference solution graded side by side with itself (100/100).
@@ -68,7 +70,9 @@ SHARED_TESTS = frozenset({
     "test_the_smallest_failing_case_is_sanitized_in_the_text_report", "test_headers_students_use_compile_in_grading"})
 LADDER_TESTS = frozenset({
     "test_naive_kernel_is_correct_and_scores_fewer_performance_points", "test_uncoalesced_variant_scores_fewer_points",
-    "test_previous_rung_is_correct_and_scores_clearly_fewer_points", "test_same_score_five_times"})
+    "test_previous_rung_is_correct_and_scores_clearly_fewer_points", "test_same_score_five_times",
+    # timed grades, and Nsight Compute, which locks the GPU's clocks while it profiles: alone too
+    "test_grade_profile_shows_why_the_naive_layernorm_is_slow"})
 PHASES = ("gate", "shared", "timed", "full_marks", "ladder", "bundle", "serial")
 
 
@@ -240,8 +244,16 @@ def main() -> int:
             results = [outcome(logs / f"shared-{i}.txt") for i in range(len(procs))]
             problems = [f for i, (g, r) in enumerate(zip(groups, results))
                         for f in r[1] + unfinished(g, logs / f"shared-{i}.txt")]
-            rows.append((f"shared x{len(procs)}", len(selected), sum(len(r[0]) for r in results),
-                         problems, time.monotonic() - t0, "; ".join(r[2] for r in results)))
+            # the concurrent jobs share the GPU's memory: a grade refused because another job held
+            # it (DeviceMemoryError, the grader's own refusal) says nothing about the test; it is
+            # run again alone, in its own row
+            crowded = [f.split()[1] for f in problems if f.startswith("FAILED ") and "DeviceMemoryError" in f]
+            problems = [f for f in problems if not (f.startswith("FAILED ") and f.split()[1] in crowded)]
+            rows.append((f"shared x{len(procs)}", len(selected) - len(crowded),
+                         sum(len(r[0]) for r in results), problems, time.monotonic() - t0,
+                         "; ".join(r[2] for r in results)))
+            if crowded and left() > 20:
+                alone("shared-alone", crowded)
         else:
             alone(phase, selected)
             if phase == "full_marks":

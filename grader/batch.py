@@ -61,20 +61,79 @@ class Row:
     exit_code: int
     reused: bool
     report: str
+    basis: str | None = None   # what speed is measured against: side-by-side, calibration (a reference) or roofline
     reason: str = ""  # why it was not graded, the smallest failure, or "correct"
 
 
-def discover(submissions: Path, exercises: list[Exercise]) -> tuple[list[Job], list[Job]]:
+FAST_P = (0.5, 0.8, 1.0)
+REFERENCE_BASES = ("side-by-side", "calibration")
+
+
+@dataclass(frozen=True)
+class ExerciseSummary:
+    """One exercise over the class: ``submissions`` rows with a result (a missing folder counts as
+    its 0; ``pending``: rows whose grade could not run here, status "error", counted apart), how
+    many were graded and correct, the median score of the submissions, the fastest correct speed
+    against the reference (the clamped geometric mean of the per-shape ratios t_reference /
+    t_submission), and fast_p: for each p in FAST_P, the share of the submissions that are correct
+    and at least p times as fast as the reference (KernelBench's fast_p, Ouyang et al.,
+    "KernelBench: Can LLMs Write Efficient GPU Kernels?", 2025). fast_p is None (unknown) while
+    rows are pending or when a correct submission has no speed against a reference (the roofline
+    basis, or no reference time at all)."""
+    exercise: str
+    submissions: int
+    pending: int
+    graded: int
+    correct: int
+    median_score: float | None
+    max_score: float | None
+    fastest: float | None
+    fast_p: dict[str, float | None]
+
+
+def exercise_summaries(rows: list[Row]) -> list[ExerciseSummary]:
+    """Per exercise (in the rows' order), see :class:`ExerciseSummary`."""
+    import statistics
+    out = []
+    for name in dict.fromkeys(r.exercise for r in rows):
+        everyone = [r for r in rows if r.exercise == name]
+        mine = [r for r in everyone if r.status != "error"]
+        scores = [r.score for r in mine if r.score is not None]
+        correct = [r for r in mine if r.correct]
+        speeds = [r.speed for r in correct if r.speed is not None and r.basis in REFERENCE_BASES]
+        n, pending = len(mine), len(everyone) - len(mine)
+        known = n > 0 and not pending and len(speeds) == len(correct)
+        out.append(ExerciseSummary(
+            name, n, pending, sum(r.status == "graded" for r in mine), len(correct),
+            statistics.median(scores) if scores else None, next((r.max_score for r in everyone if r.max_score), None),
+            max(speeds) if speeds else None,
+            {f"{p:g}": (sum(s >= p for s in speeds) / n if known else None) for p in FAST_P}))
+    return out
+
+
+def discover(submissions: Path, exercises: list[Exercise], skip: Path | None = None) -> tuple[list[Job], list[Job]]:
     """(jobs, missing): every (student, exercise) folder under ``submissions``, and the pairs for
     which a student has no folder (they get a "missing" row, so nobody silently drops out).
+    ``skip``: a folder that is no student's (the results folder, when it lies inside).
 
     Raises:
-        FileNotFoundError: the folder does not exist.
+        FileNotFoundError: the folder does not exist, holds no student folder, or holds exercise
+            folders where student folders belong (the layout one level off).
     """
+    layout = "expected SUBMISSIONS/<student>/<exercise>/"
     if not submissions.is_dir():
-        raise FileNotFoundError(f"{submissions}: no such folder (expected SUBMISSIONS/<student>/<exercise>/)")
+        raise FileNotFoundError(f"{submissions}: no such folder ({layout})")
+    skipped = skip.resolve() if skip is not None else None
+    students = sorted(p for p in submissions.iterdir()
+                      if p.is_dir() and not p.name.startswith(".") and p.resolve() != skipped)
+    if not students:
+        raise FileNotFoundError(f"{submissions}: no student folders in it ({layout})")
+    names = {n for ex in exercises for n in (ex.name, ex.name[:4])}
+    if all(p.name in names for p in students):
+        raise FileNotFoundError(f"{submissions}: its folders ({', '.join(p.name for p in students[:3])}) are exercise "
+                                f"folders, not students ({layout}): put them in a folder per student")
     jobs, missing = [], []
-    for student in sorted(p for p in submissions.iterdir() if p.is_dir() and not p.name.startswith(".")):
+    for student in students:
         for ex in exercises:
             found = next((c for c in (student / ex.name, student / ex.name[:4]) if c.is_dir()), None)
             (jobs if found else missing).append(Job(student.name, ex, found or student / ex.name))
@@ -170,14 +229,15 @@ def row(job: Job, data: dict, reused: bool, out: Path, fmt: str) -> Row:
                sc.get("max"), bool(data.get("correct")), float(sc.get("correctness") or 0.0),
                float(sc.get("performance") or 0.0), sc.get("aggregate"), len(data.get("flags", [])),
                int(data.get("exit_code", 4)), reused,
-               str((out / job.student / f"{job.exercise.name}.{EXTENSIONS[fmt]}").relative_to(out)), _reason(data))
+               str((out / job.student / f"{job.exercise.name}.{EXTENSIONS[fmt]}").relative_to(out)), sc.get("basis"),
+               _reason(data))
 
 
 def _missing_row(job: Job) -> Row:
     """A pair without a folder: 0 points of the exercise's total (max_score, as on every other row;
     None only when its spec cannot be read)."""
     return Row(job.student, job.exercise.name, "missing", 0.0, job_max(job), False, 0.0, 0.0, None, 0, 3, False, "",
-               f"no folder {job.folder}")
+               reason=f"no folder {job.folder}")
 
 
 def static_rows(jobs: list[Job], missing: list[Job], no_gpu: str, arch: str = "sm_90") -> list[Row]:
@@ -196,15 +256,15 @@ def static_rows(jobs: list[Job], missing: list[Job], no_gpu: str, arch: str = "s
             problem, rep = without_gpu(spec, job.folder, arch)
         except SpecError as exc:
             rows.append(Row(job.student, job.exercise.name, "error", 0.0, None, False, 0.0, 0.0, None, 0, 4, False,
-                            "", str(exc)))
+                            "", reason=str(exc)))
             continue
         if problem:
             rows.append(Row(job.student, job.exercise.name, "not_graded", 0.0, spec.total_points, False, 0.0, 0.0,
-                            None, 0, 3, False, "", problem))
+                            None, 0, 3, False, "", reason=problem))
         else:
             checked = "no problem found by the static checks" + ("" if rep.compiled else "; kernel.cu was NOT compiled")
             rows.append(Row(job.student, job.exercise.name, "error", 0.0, spec.total_points, False, 0.0, 0.0, None,
-                            0, 4, False, "", f"not graded: {no_gpu} ({checked})"))
+                            0, 4, False, "", reason=f"not graded: {no_gpu} ({checked})"))
     return sorted(rows, key=lambda r: (r.student, r.exercise))
 
 
@@ -270,7 +330,7 @@ def collect(jobs: list[Job], missing: list[Job], out: Path, fmt: str, failed: di
         else:
             why = failed.get((job.student, job.exercise.name), "not graded: its cluster job did not finish")
             rows.append(Row(job.student, job.exercise.name, "error", None, job_max(job), False, 0.0, 0.0, None, 0, 4,
-                            False, "", f"{why}; re-run the same command to grade it"))
+                            False, "", reason=f"{why}; re-run the same command to grade it"))
     rows.sort(key=lambda r: (r.student, r.exercise))
     write_summaries(out, rows)
     return rows
@@ -314,7 +374,8 @@ def write_summaries(out: Path, rows: list[Row]) -> None:
             w.writerow(_summary_fields(r))
     os.replace(out / "summary.csv.partial", out / "summary.csv")
     generated = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    _atomic_write(out / "summary.json", json.dumps({"generated": generated,
+    exercises = [asdict(e) for e in exercise_summaries(rows)]
+    _atomic_write(out / "summary.json", json.dumps({"generated": generated, "exercises": exercises,
                                                     "rows": [_summary_fields(r) for r in rows]}, indent=2))
     from grader.report.html import class_index
-    _atomic_write(out / "index.html", class_index([_summary_fields(r) for r in rows], generated))
+    _atomic_write(out / "index.html", class_index([_summary_fields(r) for r in rows], generated, exercises))

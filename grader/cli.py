@@ -82,6 +82,7 @@ def main() -> None:
       grade ex07 --submission DIR   grade another folder (kernel.cu + solution.py)
       grade ex07 --compile-only     compile + static report (works without a GPU)
       grade ex07 --sanitize         the smallest failing case under compute-sanitizer
+      grade ex07 --profile          where a correct kernel's time goes (Nsight Compute)
       grade list                    the exercises
       grade run --help              every option of a grade
     Instructors and CI:
@@ -276,6 +277,14 @@ def _tracer_refusal() -> str | None:
 @click.option("--sanitize-tools", "sanitize_tools", default=None, metavar="TOOL,...",
               help="With --sanitize: the tools to run, in order (default: memcheck,racecheck,initcheck,synccheck); "
               "implies --sanitize.")
+@click.option("--profile", "profile_kernels", is_flag=True, help="After a correct grade, run the submission's kernels "
+              "for one benchmark shape under NVIDIA Nsight Compute (ncu) and report, per kernel, the metrics the spec's "
+              "[profile] section names (DRAM throughput, occupancy and its limit, cache hit rates, bank conflicts, warp "
+              "stalls, tensor pipe) with a sentence on each. Needs ncu (CUDA toolkit), a GPU and access to its counters.")
+@click.option("--profile-shape", "profile_shape", default=None, metavar="NAME",
+              help="With --profile: the benchmark shape to profile, by its name in the spec's [[benchmark]] list "
+              "(as the report's timing table shows it; quote names with spaces or ^); default: the first; implies "
+              "--profile.")
 @click.option("--hide", "hide", multiple=True, type=click.Path(file_okay=False), help="Another folder the "
               "submission's worker must not see (repeatable; `grade batch` hides every student's submissions and "
               "its --out folder).")
@@ -290,7 +299,7 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
             fail_under: float | None, accept_implausible: bool, reference: bool, reference_times: str | None,
             time_limit: float | None, case_limit: float | None, sanitize: bool, sanitize_tools: str | None,
             hide: tuple[str, ...], allow_unisolated: bool, root: str | None, backend: str,
-            plot: str | None = None) -> None:
+            plot: str | None = None, profile_kernels: bool = False, profile_shape: str | None = None) -> None:
     """Grade one exercise: EXERCISE is 7, ex07 or ex07_softmax."""
     from grader.spec import SpecError, load_spec
 
@@ -302,6 +311,14 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
     tools: tuple[str, ...] = ()
     if sanitize or sanitize_tools is not None:
         tools = _sanitize_options(sanitize_tools, compile_only, backend, fmt)
+    profile_kernels = profile_kernels or profile_shape is not None
+    if profile_kernels:
+        _profile_options(bool(tools), compile_only, case_token, backend, fmt)
+    if (tools or profile_kernels) and mode == "grading" and not allow_unisolated:
+        what = "--sanitize" if tools else "--profile"
+        raise click.UsageError(f"{what} runs the submission under a tool, outside the worker's sandbox (no mount "
+                               f"isolation from the course files, no kernel trace): not in --mode grading; run it "
+                               f"in --mode quick, or pass --allow-unisolated")
 
     if arch is not None:
         from grader.static import arch_problem
@@ -327,6 +344,7 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
             raise click.BadParameter(str(exc), param_hint="--case") from None
     if compile_only:
         sys.exit(_compile_only(spec, sub, arch, fmt, output, json_out))
+    shape = _profile_shape(spec, profile_shape, mode) if profile_kernels else None
     if mode == "grading" and not allow_unisolated:
         why_not = _isolation_refusal()
         if why_not is not None:
@@ -344,7 +362,8 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
     if backend in ("auto", "cuda"):
         why = dev.unavailable_reason()
         if why is not None:
-            _no_gpu(spec, ex.name, sub, submission is not None, arch, why, bool(tools), fmt, output, json_out)
+            _no_gpu(spec, ex.name, sub, submission is not None, arch, why, bool(tools), fmt, output, json_out,
+                    profile_kernels)
     sanitizer = None
     if tools:  # before grading: without the tool nothing here can help
         from grader.sanitize import MISSING, find_sanitizer
@@ -352,10 +371,17 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
         if sanitizer is None:
             _emit_error(fmt, output, json_out, ex.name, str(sub), "no_sanitizer", MISSING, EXIT_ERROR)
 
+    ncu = None
+    if profile_kernels:  # before grading, as for the sanitizer
+        from grader.profiling import MISSING as NO_NCU, find_ncu
+        ncu = find_ncu()
+        if ncu is None:
+            _emit_error(fmt, output, json_out, ex.name, str(sub), "no_profiler", NO_NCU, EXIT_ERROR)
+
     from grader.calibration import load_calibration, load_calibration_file
     from grader.cases import PROFILES
     from grader.grade import GradeOptions, grade
-    from grader.sandbox.buffers import CudaBackend, HostBackend
+    from grader.sandbox.buffers import CudaBackend, DeviceMemoryError, HostBackend
 
     info = None
     if backend in ("auto", "cuda"):
@@ -390,6 +416,9 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
     except ValueError as exc:  # a malformed --case or calibration file: a user-fixable input
         progress.done()
         _emit_error(fmt, output, json_out, ex.name, str(sub), "input", str(exc), EXIT_ERROR)
+    except DeviceMemoryError as exc:  # the machine's state, not the submission: no score
+        progress.done()
+        _emit_error(fmt, output, json_out, ex.name, str(sub), "device_memory", str(exc), EXIT_ERROR)
     except Exception as exc:  # noqa: BLE001 - grader bug or broken exercise files: say so, keep the file
         progress.done()
         _emit_error(fmt, output, json_out, ex.name, str(sub), "grader_error",
@@ -400,6 +429,8 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
     if tools and sanitizer is not None:
         sys.exit(_sanitize_after(spec, ex.spec_path, sub, result, tools, sanitizer, fmt, output, json_out,
                                  mode, seed, secret, case_token))
+    if ncu is not None and shape is not None:
+        result = _profile_after(spec, sub, result, shape, ncu, fmt)
     code = _exit_code(result, fail_under)
     from grader.report.formats import render, write
     if json_out:
@@ -421,7 +452,7 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
 
 
 def _no_gpu(spec, exercise: str, sub: Path, given: bool, arch: str | None, why: str, sanitize: bool, fmt: str,
-            output: str | None, json_out: str | None) -> None:  # type: ignore[no-untyped-def]
+            output: str | None, json_out: str | None, profile: bool = False) -> None:  # type: ignore[no-untyped-def]
     """No GPU here (``why``): what the static checks of --compile-only find in the submission is
     reported as such (exit 3, the no-GPU reason beside it), as ``grade batch`` records it; without a
     problem, the one-line no-GPU message (exit 4). Never returns."""
@@ -439,6 +470,9 @@ def _no_gpu(spec, exercise: str, sub: Path, given: bool, arch: str | None, why: 
     if sanitize:
         from grader.sanitize import MISSING, find_sanitizer
         needs = "--sanitize runs kernels on a GPU" + ("" if find_sanitizer() else f"; also {MISSING}")
+    if profile:
+        from grader.profiling import MISSING as NO_NCU, find_ncu
+        needs = "--profile runs kernels on a GPU" + ("" if find_ncu() else f"; also {NO_NCU}")
     _emit_error(fmt, output, json_out, exercise, str(sub), "no_gpu",
                 f"{why}: {needs}. Without a GPU, {compile_only} compiles kernel.cu and prints the static report.",
                 EXIT_ERROR, spec.total_points)
@@ -468,6 +502,59 @@ def _sanitize_options(tools: str | None, compile_only: bool, backend: str, fmt: 
         return parse_tools(tools)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--sanitize-tools") from None
+
+
+def _profile_options(sanitize: bool, compile_only: bool, case_token: str | None, backend: str, fmt: str) -> None:
+    """Usage errors for combinations --profile cannot serve."""
+    if sanitize:
+        raise click.UsageError("--profile and --sanitize (or --sanitize-tools) each re-run the kernels under a tool; "
+                               "run one at a time")
+    if fmt not in ("text", "json", "html"):
+        raise click.BadParameter("--profile writes text, json or html (the profile has no place in this format)",
+                                 param_hint="--format")
+    if compile_only or backend == "host":
+        raise click.UsageError("--profile runs kernels on the GPU; drop " + ("--compile-only" if compile_only else "--backend host"))
+    if case_token:
+        raise click.UsageError("--profile profiles a benchmark shape after a full grade; drop --case "
+                               "(choose the shape with --profile-shape)")
+
+
+def _profile_shape(spec, name: str | None, mode: str):  # type: ignore[no-untyped-def]
+    """The benchmark to profile: ``name``, else the first the mode shows. Raises click.BadParameter."""
+    shown = [b for b in spec.benchmarks if not b.hidden or mode == "grading"]
+    if name is None:
+        if not shown:
+            raise click.UsageError(f"{spec.name} has no benchmark shape to profile")
+        return shown[0]
+    for b in shown:
+        if b.name == name:
+            return b
+    raise click.BadParameter(f"{name!r} is not a benchmark shape of {spec.name}; choose from "
+                             f"{', '.join(b.name for b in shown)}", param_hint="--profile-shape")
+
+
+def _profile_after(spec, sub: Path, result, bench, ncu: str, fmt: str):  # type: ignore[no-untyped-def]
+    """``result`` with its kernel_profile: ncu on ``bench`` when the grade was correct (else why not)."""
+    from dataclasses import replace
+
+    from grader import profiling
+    from grader.cases import Case
+    token = Case(bench.dims, tuple((n, bench.distribution(n)) for n in spec.drawn), 1, "benchmark", bench.types).token
+    if not result.correct:
+        data = {"shape": bench.name, "case": token, "status": "skipped", "kernels": [],
+                "message": "not run: the submission is not correct; profile it once it passes"}
+        return replace(result, kernel_profile=data)
+    timeout = profiling.timeout_for(spec.limits.case_s, spec.limits.compile_s)
+    if fmt == "text":
+        with Console(stderr=True).status(f"Nsight Compute on {bench.name} (up to {timeout:g} s)..."):
+            report = profiling.profile(ncu, spec, sub, bench.name, token, timeout)
+    else:
+        report = profiling.profile(ncu, spec, sub, bench.name, token, timeout)
+    timed = next((b.time_ms for b in result.benchmarks if b.name == bench.name), None)
+    data = profiling.to_dict(report)
+    data["agreement"] = profiling.agreement(report, timed) or (
+        "" if report.status != "ok" else "no grader time to compare with: this shape was not timed (--no-timing?)")
+    return replace(result, kernel_profile=data)
 
 
 def sanitize_case(spec, result, mode: str, seed: int, secret: str | None,
@@ -835,17 +922,19 @@ def batch_cmd(submissions: str, names: str, gpus: str, out: str, fmt: str, mode:
               gpus_per_job: int, per_job: int, job_minutes: int, root: str | None, backend: str) -> None:
     """Grade SUBMISSIONS/<student>/<exercise>/ for every student and exercise: one worker per GPU
     (or Slurm jobs, --executor slurm), reference timings measured once and shared, resumable,
-    summary.csv, summary.json and index.html in --out."""
+    summary.csv, summary.json and index.html in --out, with a summary per exercise (correct, median score,
+    fastest speed against the reference, fast_p at p = 0.5, 0.8, 1: the share of submissions correct and at
+    least p times as fast as the reference)."""
     from rich.progress import Progress
     from grader import batch as gb
 
     r = _root(root)
     exs = _exercises(r, [names] if names else [])
+    out_dir = Path(out)
     try:
-        jobs, missing = gb.discover(Path(submissions), exs)
+        jobs, missing = gb.discover(Path(submissions), exs, skip=out_dir)
     except FileNotFoundError as exc:
         raise click.UsageError(str(exc)) from None
-    out_dir = Path(out)
     gpu_list: list[str | None] = [g.strip() for g in gpus.split(",") if g.strip()] or [None]
     if not all(g is None or g.isdigit() for g in gpu_list):
         raise click.BadParameter(f"{gpus!r} is not a comma-separated list of GPU indices", param_hint="--gpus")
@@ -938,6 +1027,19 @@ def _batch_table(console: Console, rows: list, out_dir: Path, missing: list) -> 
         t.add_row(row.student, row.exercise, status, "-" if row.score is None else f"{row.score:g}", "yes" if row.correct else "no",
                   f"{row.speed:.2f}" if row.speed else "-", str(row.flags), "yes" if row.reused else "")
     console.print(t)
+    from grader.batch import FAST_P, exercise_summaries
+    per = Table(show_edge=False, title="per exercise")
+    for col in ("exercise", "n", "pending", "graded", "correct", "median", "fastest", *(f"p={p:g}" for p in FAST_P)):
+        per.add_column(col, no_wrap=True)
+    for e in exercise_summaries(rows):
+        per.add_row(e.exercise.split("_")[0], str(e.submissions), str(e.pending), str(e.graded), str(e.correct),
+                    "-" if e.median_score is None else f"{e.median_score:g}",
+                    "-" if e.fastest is None else f"{e.fastest:.2f}x",
+                    *("-" if v is None else f"{v:.0%}" for v in e.fast_p.values()))
+    console.print(per)
+    console.print("n: submissions with a result (a missing folder counts as 0); pending: grades that could not run "
+                  "here. p=...: fast_p (KernelBench), the share of the n that are correct and at least p times as fast "
+                  "as the reference; '-' while rows are pending or a correct one has no reference time", highlight=False)
     console.print(f"{len(rows)} results in {out_dir} (summary.csv, summary.json, index.html; one line per "
                   f"finished grade in batch.log)")
     if missing:

@@ -21,7 +21,7 @@ from grader.cases import Case, Profile, case_strategy, combine_seed, edge_cases,
 from grader.compare import index_overflow_hint
 from grader.device import Ceilings, ClockSampler, ClockState, DeviceInfo, foreign_gpu_processes, gpu_lock
 from grader.instance import Instance, load_oracle
-from grader.sandbox.buffers import Arena, Backend
+from grader.sandbox.buffers import Arena, Backend, DeviceMemoryError
 from grader.ptx import parse as parse_ptx
 from grader.sandbox.kernel_trace import KernelPolicy, OwnKernels, base_name
 from grader.sandbox.supervisor import KIND_TEXT, Outcome, Worker, WorkerConfig, times_continued
@@ -46,6 +46,7 @@ HARNESS_ROUND_MS = 0.6
 TARGET_OVERHEAD_MS = 0.05
 MIN_SETS, MAX_SETS = 3, 16
 MEMORY_SHARE = 0.35      # of the device memory, for all input sets of one shape together
+FREE_SHARE = 0.8         # of the device memory free when a shape's timing starts (set_bytes has its own margin)
 
 
 # -- results -------------------------------------------------------------------------------------
@@ -132,6 +133,7 @@ class GradeResult:
     started: str
     versions: dict[str, str] = field(default_factory=dict)
     isolation: str = ""   # the submission worker's filesystem isolation, in one line (sandbox.isolation)
+    kernel_profile: dict[str, Any] | None = None   # grade --profile: grader.profiling.to_dict, with "agreement"
 
     @property
     def correct(self) -> bool:
@@ -314,6 +316,8 @@ class Grader:
             prop()
         except _Failed:
             pass
+        except DeviceMemoryError:   # the machine's state, not a finding about the submission
+            raise
         except Exception as exc:  # Flaky, Unsatisfiable...: keep what ran, note it
             if not any(not r.passed for r in results):
                 results.append(CaseResult("", "hypothesis", "hypothesis", 0, "grader_error",
@@ -344,15 +348,20 @@ class Grader:
     def sets_for(self, floor_ms: float | None, set_bytes: int) -> int:
         """Input sets (= calls per timed round) for a shape: enough that the harness's time per
         round is at most TARGET_OVERHEAD_MS per call, or OUTSIDE_SHARE of the roofline time, between
-        MIN_SETS and MAX_SETS, and no more than MEMORY_SHARE of the device memory holds."""
+        MIN_SETS and MAX_SETS, and no more than MEMORY_SHARE of the device memory, or FREE_SHARE of
+        what is free now, holds (``set_bytes``: one set's device bytes with the caller's margin)."""
         if self.opt.sets is not None:
             return self.opt.sets
         if floor_ms is None:
             return MIN_SETS
         n = math.ceil(HARNESS_ROUND_MS / max(TARGET_OVERHEAD_MS, OUTSIDE_SHARE * floor_ms))
         n = min(max(n, MIN_SETS), MAX_SETS)
-        if self.device is not None:
-            n = min(n, max(1, int(MEMORY_SHARE * self.device.memory_bytes) // max(1, set_bytes)))
+        budget = [int(MEMORY_SHARE * self.device.memory_bytes)] if self.device is not None else []
+        free = self.backend.free_bytes()
+        if free is not None:   # other processes on the GPU (a class graded several to a GPU) hold the rest
+            budget.append(int(FREE_SHARE * free))
+        if budget:
+            n = min(n, max(1, min(budget) // max(1, set_bytes)))
         return n
 
     def benchmark(self, bench: Benchmark, others: Sequence[tuple[str, Worker]], rng: random.Random) -> BenchResult:
@@ -635,6 +644,10 @@ def grade(spec: Spec, submission: Path, options: GradeOptions, backend: Backend,
         if strays:  # the reference and baseline workers are trusted: any stray is the submission's
             flags.append(f"the submission left {strays} process(es) running after its worker "
                          f"stopped (a daemon?); they were killed")
+        escaped = len(g.worker.escaped)
+        if escaped:
+            flags.append(f"the submission started {escaped} process(es) that left its worker's process tree "
+                         f"(a daemon, by a double fork); they were stopped, continued and timed with the worker and killed with it")
         if times_continued() != continued:
             flags.append("the grading process was stopped and continued during this grade (SIGSTOP from another "
                          "process, or job control): timings are not trustworthy; grade again")

@@ -108,18 +108,24 @@ class RunContext:
 
 
 # -- finding the tool -------------------------------------------------------------------------------
-def find_sanitizer(env: dict[str, str] | None = None) -> str | None:
-    """compute-sanitizer's path: on PATH, then in /usr/local/cuda/bin, then in $CUDA_HOME/bin."""
+def find_tool(name: str, env: dict[str, str] | None = None) -> str | None:
+    """A CUDA toolkit program's path (compute-sanitizer, ncu): on PATH, then in /usr/local/cuda/bin,
+    then in $CUDA_HOME/bin; None when it is in none of them."""
     env = dict(os.environ) if env is None else env
-    found = shutil.which("compute-sanitizer", path=env.get("PATH", ""))
+    found = shutil.which(name, path=env.get("PATH", ""))
     if found:
         return found
     dirs = [CUDA_BIN] + ([Path(env["CUDA_HOME"]) / "bin"] if env.get("CUDA_HOME") else [])
     for d in dirs:
-        p = d / "compute-sanitizer"
+        p = d / name
         if p.is_file() and os.access(p, os.X_OK):
             return str(p)
     return None
+
+
+def find_sanitizer(env: dict[str, str] | None = None) -> str | None:
+    """compute-sanitizer's path (see :func:`find_tool`)."""
+    return find_tool("compute-sanitizer", env)
 
 
 def parse_tools(text: str) -> tuple[str, ...]:
@@ -151,7 +157,9 @@ def command(sanitizer: str, tool: str, log_file: Path, spec_path: Path, submissi
 
 
 # -- running ----------------------------------------------------------------------------------------
-def _env() -> dict[str, str]:
+def environment() -> dict[str, str]:
+    """The environment of a tool's run (sanitizer, profiler): the grader importable, no GRADER_
+    variables (the grading secret), unbuffered output, no device debug code."""
     from grader.sandbox.supervisor import PACKAGE_PARENT
     env = {k: v for k, v in os.environ.items() if not k.startswith("GRADER_")}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (PACKAGE_PARENT, env.get("PYTHONPATH", "")) if p)
@@ -161,10 +169,32 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _limits() -> None:  # in the child before exec
+def limits() -> None:
+    """In a tool's child before exec: a cap on the files it writes, no core dumps."""
     import resource
     resource.setrlimit(resource.RLIMIT_FSIZE, (OUTPUT_LIMIT_BYTES, OUTPUT_LIMIT_BYTES))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def run_limited(cmd: list[str], cwd: Path, output: Path, timeout_s: float) -> tuple[bool, float]:
+    """Run a tool's command (sanitizer, profiler) in a session of its own with :func:`environment`
+    and :func:`limits`, its output into ``output``; killed with its whole session after
+    ``timeout_s`` seconds. Returns (whether it timed out, seconds it took)."""
+    t0 = time.perf_counter()
+    timed_out = False
+    with open(output, "wb") as sink:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT, cwd=cwd,
+                                env=environment(), start_new_session=True, preexec_fn=limits)
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait(timeout=30)
+    return timed_out, time.perf_counter() - t0
 
 
 def run_tool(sanitizer: str, tool: str, spec_path: Path, submission: Path, token: str, timeout_s: float,
@@ -177,21 +207,7 @@ def run_tool(sanitizer: str, tool: str, spec_path: Path, submission: Path, token
         cwd.mkdir()
         cmd = command(sanitizer, tool, log, Path(spec_path).resolve(), Path(submission).resolve(), token, status,
                       python)
-        t0 = time.perf_counter()
-        timed_out = False
-        with open(out, "wb") as sink:
-            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT, cwd=cwd,
-                                    env=_env(), start_new_session=True, preexec_fn=_limits)
-            try:
-                proc.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                proc.wait(timeout=30)
-        seconds = time.perf_counter() - t0
+        timed_out, seconds = run_limited(cmd, cwd, out, timeout_s)
         text = log.read_text(errors="replace") if log.is_file() else ""
         output = out.read_text(errors="replace") if out.is_file() else ""
         try:

@@ -1,6 +1,12 @@
-"""What ``grade EX --sanitize`` runs under compute-sanitizer (see :mod:`grader.sanitize`)::
+"""What ``grade EX --sanitize`` runs under compute-sanitizer (see :mod:`grader.sanitize`), and
+``grade EX --profile`` under Nsight Compute (see :mod:`grader.profiling`)::
 
     compute-sanitizer --tool T ... python -P -m grader.sanitize_run SPEC SUBMISSION TOKEN --status FILE
+    ncu --profile-from-start off ... python -P -m grader.sanitize_run SPEC SUBMISSION TOKEN --status FILE --profiled 1
+
+With ``--profiled N``, ``solve`` is called once as a warm-up (compiling, first-touch), then N
+times between ``cudaProfilerStart`` and ``cudaProfilerStop``: only those calls' kernels are
+profiled, not CuPy's input generation.
 
 One process, no worker and no socket: turn CuPy's memory pool off (every array is then its own
 ``cudaMalloc``, so an access one element past an argument leaves the allocation and memcheck
@@ -106,6 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("submission", type=Path)
     ap.add_argument("token")
     ap.add_argument("--status", type=Path, required=True)
+    ap.add_argument("--profiled", type=int, default=0, metavar="N",
+                    help="after one warm-up call, N calls between cudaProfilerStart and cudaProfilerStop")
     a = ap.parse_args(argv)
     status = _Status(a.status)
     folder = a.submission.resolve()
@@ -149,6 +157,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         solve(*args)
         cupy.cuda.runtime.deviceSynchronize()
+        if a.profiled:
+            cupy.cuda.runtime.profilerStart()
+            for _ in range(a.profiled):
+                solve(*args)
+            cupy.cuda.runtime.deviceSynchronize()
+            cupy.cuda.runtime.profilerStop()
     except BaseException as exc:  # noqa: BLE001
         status.update(sources=sources(folder))
         return fail("solve", exc)

@@ -45,7 +45,7 @@ DEFAULT_FORBIDDEN_HEADERS = ("cub/", "thrust/", "cooperative_groups/reduce.h", "
 HEADER_FILE_SUFFIXES = (".h", ".hpp", ".hxx", ".cuh", ".inl")
 NAME_RE = re.compile(r"^ex(\d\d)_[a-z0-9_]+$")
 SECTIONS = ("exercise", "signature", "dims", "values", "edge_cases", "tolerance", "benchmark", "performance",
-            "compile", "features", "limits", "types")
+            "compile", "features", "limits", "types", "profile")
 
 
 class SpecError(ValueError):
@@ -225,6 +225,8 @@ class Spec:
     # the files its PTX line information names): CUB's and Thrust's algorithms (cub::BlockReduce,
     # cub::AgentScan, ...) would do the exercise's work inside a kernel the student only wraps
     forbidden_headers: tuple[str, ...] = DEFAULT_FORBIDDEN_HEADERS
+    # metric groups `grade --profile` reports (grader.profiling.GROUPS); empty: chosen by the ceiling
+    profile_metrics: tuple[str, ...] = ()
 
     @property
     def arg_order(self) -> tuple[str, ...]:
@@ -450,6 +452,15 @@ class _Parser:
             except re.error as exc:
                 raise self.err("features", f"pattern {pattern!r} is not a regular expression ({exc})",
                                "escape special characters") from None
+        prof = self.table(self.raw.get("profile"), "profile", required=False)
+        self.only(prof, "profile", ("metrics",))
+        profile_metrics = self.str_list(prof, "profile", "metrics")
+        from grader.profiling import GROUPS
+        for group in profile_metrics:
+            if group not in GROUPS:
+                close = _closest(group, list(GROUPS))
+                raise self.err("profile", f"metrics entry {group!r} is not a metric group",
+                               (f"did you mean {close!r}? " if close else "") + f"use some of {', '.join(GROUPS)}")
         lim = self.table(self.raw.get("limits"), "limits", required=False)
         keys = tuple(Limits.__dataclass_fields__)
         self.only(lim, "limits", keys)
@@ -464,7 +475,8 @@ class _Parser:
                     required_ptx=tuple(required_ptx), forbidden_libraries=tuple(forbidden_libraries),
                     allowed_kernels=tuple(allowed_kernels), forbidden_headers=tuple(forbidden_headers),
                     points_correctness=p_corr, points_performance=p_perf, limits=limits, scalars=scalars,
-                    order=order, types=types, declared_hidden=declared_hidden)
+                    order=order, types=types, declared_hidden=declared_hidden,
+                    profile_metrics=tuple(dict.fromkeys(profile_metrics)))
 
     def str_list(self, data: dict, fld: str, key: str) -> list[str]:
         value = data.get(key, [])

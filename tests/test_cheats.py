@@ -126,8 +126,11 @@ def _pids() -> set[int]:
 
 def escaped(before: set[int], grace_s: float = 1.0) -> list[int]:
     """Processes started since ``before`` that still run in a (now deleted) worker directory and
-    are neither a worker nor a resource tracker: what a submission left behind. Waits up to
-    ``grace_s`` for them to go away."""
+    are neither a worker nor a resource tracker: what a submission left behind. Only this test
+    process's descendants count (an orphan is re-parented here, the grader being a child
+    subreaper): another grade running on the machine at the same time is not this one's. Waits up
+    to ``grace_s`` for them to go away."""
+    from grader.sandbox.watch import descends_from
     end = time.monotonic() + grace_s
     while True:
         left = []
@@ -137,7 +140,8 @@ def escaped(before: set[int], grace_s: float = 1.0) -> list[int]:
                 cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
             except OSError:
                 continue
-            if "grade-worker-cwd-" in cwd and b"grader.sandbox.worker" not in cmd and b"resource_tracker" not in cmd:
+            if ("grade-worker-cwd-" in cwd and b"grader.sandbox.worker" not in cmd and b"resource_tracker" not in cmd
+                    and descends_from(pid, os.getpid())):
                 left.append(pid)
         if not left or time.monotonic() > end:
             return left

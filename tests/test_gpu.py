@@ -74,9 +74,20 @@ def test_grading_after_a_fault_is_unaffected() -> None:
     assert r.correct
 
 
+def _naive_shapes(name: str):
+    """The spec, its 2^30-element ex06 shapes cut to 2^26: the naive histogram's global atomics
+    take ~1 s per call on one value at 2^30 (110 s of the suite for this one test, 2026-12-01);
+    the reference is timed side by side on the same shapes, so the ratio keeps its meaning."""
+    spec = spec_of(name)
+    if name != "ex06_histogram":
+        return spec
+    return replace(spec, benchmarks=tuple(replace(b, dims=tuple((k, min(v, 2**26)) for k, v in b.dims))
+                                          for b in spec.benchmarks))
+
+
 @pytest.mark.parametrize("name", NAIVE)
 def test_naive_kernel_is_correct_and_scores_fewer_performance_points(name: str) -> None:
-    spec = spec_of(name)
+    spec = _naive_shapes(name)
     r = grade_folder(spec, FIXTURES / "gpu" / f"{name}_naive", reference=ROOT / "solutions" / name)
     assert r.correct, r.smallest_failure
     assert r.score.performance < 0.25 * spec.points_performance, [s.value for s in r.score.shapes]

@@ -399,10 +399,18 @@ def test_batch_grades_everyone_and_resumes_after_an_interruption(runner, tmp_pat
             "--exercises", "ex90"]
     out = runner.invoke(cli.main, args)
     assert out.exit_code == 0, out.output
-    rows = json.loads((res / "summary.json").read_text())["rows"]
+    summary = json.loads((res / "summary.json").read_text())
+    rows = summary["rows"]
     assert [(r["student"], r["status"], r["correct"], r["reused"]) for r in rows] == [
         ("alice", "graded", True, False), ("bob", "graded", False, False), ("carol", "graded", False, False),
         ("dave", "missing", False, False)]
+    (ex,) = summary["exercises"]    # one correct of four; no reference time on the host backend
+    assert (ex["exercise"], ex["submissions"], ex["graded"], ex["correct"]) == ("ex90_add", 4, 3, 1)
+    scores = sorted(r["score"] for r in rows)
+    assert ex["median_score"] == (scores[1] + scores[2]) / 2
+    assert rows[0]["basis"] is None and ex["fastest"] is None and ex["pending"] == 0
+    assert set(ex["fast_p"].values()) == {None}    # alice is correct but has no reference time here
+    assert "per exercise" in out.output and "p=0.5" in out.output
     assert rows[3]["max_score"] == rows[0]["max_score"] is not None    # a missing folder scores 0 of the same max
     carol = json.loads((res / "carol" / "ex90_add.json").read_text())
     assert carol["smallest_failure"]["status"] == "crash"
@@ -421,6 +429,7 @@ def test_batch_grades_everyone_and_resumes_after_an_interruption(runner, tmp_pat
     index = (res / "index.html").read_text()    # the class page: each row linked, the distribution
     assert '<a href="alice/ex90_add.txt">alice</a>' in index and "<h2>ex90_add</h2>" in index
     assert "4 scored (0 without a score)" in index     # dave has no folder: his 0 counts
+    assert "1 of 4 correct; fastest correct: -; fast_0.5 unknown" in index
     assert (res / "alice" / "ex90_add.roofline.svg").is_file()    # alice's kernel was timed
     log = [ln.split("\t") for ln in (res / "batch.log").read_text().splitlines()]
     assert [(f[1], f[3]) for f in log] == [("alice", "graded"), ("bob", "graded"), ("carol", "graded"), ("bob", "graded")]
@@ -602,3 +611,42 @@ def test_instructor_commands_in_a_bundle_say_they_are_for_the_course_repository(
     assert "grade ex07 --compile-only" in shown and "batch" in shown
     assert not any(word in shown for word in ("calibrate", "publish", "Instructors", "check"))
     assert all(word in course for word in ("calibrate", "publish", "Instructors", "grade check"))
+
+
+def test_the_class_summary_counts_fast_p_over_every_submission():
+    """fast_p (KernelBench): correct and at least p times the reference, over all submissions of the
+    exercise (a missing folder counts; a grade that could not run here does not; roofline-basis
+    speeds are no comparison with the reference)."""
+    from grader.batch import Row, exercise_summaries
+
+    def r(student, status, score, correct, speed, basis, exercise="ex07_softmax"):
+        return Row(student, exercise, status, score, 100.0, correct, 0.0, 0.0, speed, 0, 0, False, "", basis)
+    rows = [r("a", "graded", 100.0, True, 1.1, "side-by-side"), r("b", "graded", 80.0, True, 0.6, "calibration"),
+            r("c", "graded", 90.0, True, 2.0, "roofline"), r("d", "graded", 30.0, False, None, None),
+            r("e", "missing", 0.0, False, None, None), r("f", "error", None, False, None, None),
+            r("a", "graded", 50.0, True, 0.9, "side-by-side", "ex08_layernorm")]
+    soft, norm = exercise_summaries(rows)
+    assert (soft.exercise, soft.submissions, soft.pending, soft.graded, soft.correct) == ("ex07_softmax", 5, 1, 4, 3)
+    assert soft.median_score == 80.0 and soft.max_score == 100.0 and soft.fastest == 1.1
+    assert set(soft.fast_p.values()) == {None}       # f's grade is pending, c has only a roofline speed
+    assert norm.fast_p == {"0.5": 1.0, "0.8": 1.0, "1": 0.0}
+    (soft,) = exercise_summaries([x for x in rows if x.student not in ("c", "f") and x.exercise == "ex07_softmax"])
+    assert soft.fast_p == {"0.5": 2 / 4, "0.8": 1 / 4, "1": 1 / 4}   # over all four, the missing e included
+
+
+def test_batch_names_a_wrong_layout_and_never_grades_its_own_results(runner, tmp_path):
+    import shutil
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    out = runner.invoke(cli.main, ["batch", str(empty), "--root", str(COURSE), "--backend", "host"])
+    assert out.exit_code == 2 and "no student folders in it" in out.output
+    flat = tmp_path / "flat"
+    shutil.copytree(COURSE / "solutions" / "ex90_add", flat / "ex90_add")
+    out = runner.invoke(cli.main, ["batch", str(flat), "--root", str(COURSE), "--backend", "host"])
+    assert out.exit_code == 2 and "are exercise folders, not students" in out.output
+    from grader import batch as gb
+    from grader.spec import list_exercises
+    subs = _submissions(tmp_path)
+    (subs / "results").mkdir()
+    jobs, missing = gb.discover(subs, list_exercises(COURSE), skip=subs / "results")
+    assert "results" not in {j.student for j in [*jobs, *missing]}

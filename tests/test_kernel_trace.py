@@ -420,6 +420,10 @@ void fake_stream_wait(void) {
     call(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuStreamWaitValue32_v2, CUPTI_API_ENTER,
          "cuStreamWaitValue32_v2", 0, params, 0);
 }
+CUresult cuCtxGetCurrent(CUcontext *c) { *c = (CUcontext)0x77; return CUDA_SUCCESS; }
+CUresult cuCtxPushCurrent_v2(CUcontext c) { return c == (CUcontext)0x77 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT; }
+CUresult cuCtxPopCurrent_v2(CUcontext *c) { *c = (CUcontext)0x77; return CUDA_SUCCESS; }
+CUresult cuCtxSynchronize(void) { return CUDA_SUCCESS; }
 void fake_disable(void) { enabled[CUPTI_CB_DOMAIN_DRIVER_API][CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel] = 0; }
 """
 
@@ -955,3 +959,84 @@ def test_the_copy_check_reads_only_regular_files_and_bounds_what_it_reads(tmp_pa
     (sub / "padding.txt").write_text("x" * 8192)
     message = static.copied_library_code(spec, sub)
     assert message is not None and "holds more than" in message and "fix:" in message
+
+
+def test_work_started_after_a_timed_window_closed_is_read_as_late():
+    """W (the timed calls synchronised), then the first work of any kind as an L line, until the B
+    line of the next request the grader sent: the late work is handed over once, numbered with the
+    K lines."""
+    f = kt.TraceFile()
+    t = SignedLines(f)
+    try:
+        t.write(b"R CUPTI 130001", b"K 1 + mine", b"S 1")
+        assert f.names() == [kt.Launch("mine", True)] and f.status
+        f.request_sent()                              # the timed round
+        t.write(b"B 1", b"W 1", b"L 2 + mine")
+        assert f.names() == [] and f.windows_closed == 1 and not f.error
+        assert f.take_late() == [kt.Launch("mine", True)] and f.take_late() == []
+        f.request_sent()                              # the next request reopens the window
+        t.write(b"B 2", b"K 3 - cupy_copy", b"S 3")
+        assert f.names() == [kt.Launch("cupy_copy", False)] and not f.error and not f.late
+    finally:
+        f.close()
+
+
+@pytest.mark.parametrize("sent, lines, what", [
+    (1, [b"B 1", b"W 1", b"B 1", b"L 2 + mine"], "request-start line the grader did not cause"),   # B from a cheat
+    (1, [b"B 1", b"W 1", b"W 1"], "closed twice"),
+    (1, [b"B 1", b"L 2 + mine"], "late-work line outside a closed timed window"),
+    (0, [b"B 1"], "request-start line the grader did not cause"),
+    # red-team: the trusted B of the timed request skipped, the submission's own B written after W
+    (1, [b"K 2 + mine", b"W 2", b"B 2", b"K 3 + mine"], "closed before its request's start line"),
+])
+def test_marks_the_grader_did_not_cause_are_tampering(sent, lines, what):
+    f = kt.TraceFile()
+    t = SignedLines(f)
+    try:
+        t.write(b"R CUPTI 130001", b"K 1 + mine", b"S 1")
+        f.names()
+        for _ in range(sent):
+            f.request_sent()
+        t.write(*lines)
+        f.names()
+        assert "tampered with inside the worker" in f.error and what in f.error
+    finally:
+        f.close()
+
+
+def test_no_b_line_is_expected_before_the_tracer_started():
+    f = kt.TraceFile()
+    t = SignedLines(f)
+    try:
+        f.request_sent()          # hello, preload: CUDA not initialised yet, so no B line
+        t.write(b"R CUPTI 130001", b"K 1 + mine", b"S 1")
+        f.names()
+        f.request_sent()
+        t.write(b"B 1", b"S 1")
+        f.names()
+        assert not f.error
+    finally:
+        f.close()
+
+
+def test_a_failed_timed_round_without_w_is_its_own_error_not_tampering():
+    """Red-team finding: solve raising (or the synchronisation reporting a CUDA error) in a timed
+    round ends it before the W line; the reply's error is the report, not tampering."""
+    import types
+    from grader.sandbox import supervisor as sv
+    f = kt.TraceFile()
+    t = SignedLines(f)
+    try:
+        t.write(b"R CUPTI 130001", b"K 1 + mine", b"S 1")
+        f.names()
+        own = kt.OwnKernels(entries=frozenset({"mine"}), templates=frozenset())
+        w = types.SimpleNamespace(trace=f, own_kernels=own, proc=None, _carried=[], own_kernels_traced=0,
+                                  own_launched=set())
+        f.request_sent()
+        t.write(b"B 1", b"K 2 + mine")
+        assert sv.Worker._foreign_kernels(w, "time", False) == "" and not f.error
+        f.request_sent()
+        t.write(b"B 2", b"K 3 + mine")
+        assert "not marked (W line)" in sv.Worker._foreign_kernels(w, "time", True)
+    finally:
+        f.close()

@@ -146,3 +146,65 @@ def test_running_out_of_the_case_budget_is_reported(tmp_path, profile):
     r = grade_folder(spec, fake(tmp_path, body), backend="host", profile=profile, benchmark=False)
     assert r.status == "graded" and len(r.cases) < len(spec.edge_cases) + profile.examples
     assert any("[limits] total_s = 1 s" in f for f in r.flags), r.flags
+
+
+class _Backend:
+    """A backend that reports ``free`` bytes of device memory (None: not limited)."""
+    name = "cuda"
+
+    def __init__(self, free):
+        self.free = free
+
+    def free_bytes(self):
+        return self.free
+
+
+@pytest.mark.parametrize("free, total, expected", [
+    (None, None, 12),             # 0.6 ms of harness per round over 0.05 ms per call
+    (None, 100 * 2**20, 3),       # 35 % of 100 MiB holds 3 sets of 10 MiB
+    (50 * 2**20, None, 4),        # 80 % of 50 MiB free holds 4
+    (50 * 2**20, 100 * 2**20, 3),  # the smaller budget wins
+    (2**20, None, 1),             # not even one fits: one set, and the arena says why if it fails
+])
+def test_sets_per_shape_fit_in_the_memory_that_is_free(free, total, expected):
+    from types import SimpleNamespace
+
+    from grader.grade import Grader
+    g = SimpleNamespace(opt=SimpleNamespace(sets=None), backend=_Backend(free),
+                        device=None if total is None else SimpleNamespace(memory_bytes=total))
+    assert Grader.sets_for(g, 0.01, 10 * 2**20) == expected
+
+
+@pytest.mark.parametrize("from_", ["run_case", "property_cases", "benchmark"])
+def test_no_device_memory_for_the_inputs_is_an_error_of_the_machine_not_a_score(tmp_path, monkeypatch, from_):
+    """The GPU fills up (another process) from the first case, from the hypothesis cases or from timing."""
+    import json
+
+    from click.testing import CliRunner
+
+    from grader import cli
+    from grader.grade import Grader
+    from grader.sandbox.buffers import DeviceMemoryError, HostBackend
+
+    full = []
+    step = getattr(Grader, from_)
+
+    def filled(self, *args, **kwargs):
+        full.append(True)
+        return step(self, *args, **kwargs)
+    monkeypatch.setattr(Grader, from_, filled)
+    raw = HostBackend.raw
+
+    def alloc(self, total):
+        if full:
+            raise DeviceMemoryError(total, 3 * 2**30)
+        return raw(self, total)
+    monkeypatch.setattr(HostBackend, "raw", alloc)
+    course = FIXTURES / "course"
+    out = CliRunner().invoke(cli.main, ["90", "--root", str(course), "--backend", "host", "--submission",
+                                        str(course / "solutions" / "ex90_add"), "--json", str(tmp_path / "r.json")])
+    assert out.exit_code == cli.EXIT_ERROR, out.output
+    assert "the GPU has 3.0 GiB free" in out.output and "another process" in out.output
+    assert "Traceback" not in out.output and "grader error" not in out.output
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert data["reason_kind"] == "device_memory" and data["score"]["total"] is None

@@ -137,3 +137,29 @@ def test_a_failing_grade_shows_its_details_and_what_to_try(graded):
     assert "first wrong at (0, 1): got 0.5, expected 0.25" in page and "grade ex07 --case &#x27;T1&#x27;" in page
     assert "(quick mode)" in page or "mode)</h2>" in page
     assert "Ratio: the reference" in page
+
+
+def test_a_kernel_profile_is_in_every_report(graded):
+    """grade --profile's section in the text, JSON (valid against the schema) and HTML reports."""
+    import json
+
+    from grader import profiling
+    from grader.report.formats import render
+    from tests.test_profiling import kernels
+    (k,) = kernels("ex08_naive")
+    rep = profiling.ProfileReport("16384x4096", "rows=16384,cols=4096/x=0/seed=1", (k,), ncu="/usr/local/cuda/bin/ncu")
+    data = {**profiling.to_dict(rep), "agreement": profiling.agreement(rep, 3.5)}
+    r = replace(graded, kernel_profile=data)
+    text = render(r, "text", 0)
+    assert "Nsight Compute on 16384x4096" in text and "layernorm_rows" in text and "ncu/grader = 0.97" in text
+    assert "DRAM throughput 6.7 % of peak" in text
+    page = html_report.to_html(r, 0)
+    assert "<h2>Nsight Compute: 16384x4096</h2>" in page and "<h3>layernorm_rows</h3>" in page
+    out = json.loads(render(r, "json", 0))
+    assert out["kernel_profile"]["kernels"][0]["name"] == "layernorm_rows"
+    jsonschema = pytest.importorskip("jsonschema")
+    from grader.report.json_report import schema
+    jsonschema.validate(out, schema())
+    skipped = replace(graded, kernel_profile={"shape": "s", "case": "t", "status": "skipped", "kernels": [],
+                                              "message": "not run: the submission is not correct"})
+    assert "skipped: not run: the submission is not correct" in render(skipped, "text", 0)

@@ -359,3 +359,117 @@ def test_on_reply_runs_before_the_parents_checks_and_can_stop_the_worker_at_once
     finally:
         w.resume()
         w.close()
+
+
+ESCAPE = """
+import os, time
+_r, _w = os.pipe()
+if os.fork() == 0:              # a child in a process group of its own forks the escapee and exits
+    os.setpgid(0, 0)
+    if os.fork() == 0:
+        if {new_session}:
+            os.setsid()         # in no worker's session either
+        os.write(_w, str(os.getpid()).encode())
+        while True:
+            time.sleep(0.01)
+    os._exit(0)
+ESCAPEE = int(os.read(_r, 32))
+def solve(a, b, c):
+    c[...] = a + b
+"""
+
+
+def _state(pid: int, want: str = "", wait_s: float = 2.0) -> str | None:
+    """/proc/PID/stat's state letter (None: gone), polled up to ``wait_s`` for one in ``want``
+    (a signal is acted on once the process is scheduled)."""
+    import time
+    end = time.monotonic() + wait_s
+    while True:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            state = stat[stat.rfind(")") + 2]
+        except OSError:
+            state = None
+        if not want or (state or "-") in want or time.monotonic() > end:
+            return state
+        time.sleep(0.005)
+
+
+@pytest.mark.parametrize("new_session", [False, True])
+def test_a_process_that_left_the_workers_tree_is_stopped_and_killed_with_it(tmp_path, new_session):
+    """A double fork re-parents the grandchild to the grader (the child subreaper), out of the
+    worker's descendants and process group; it is still the worker's: paused, resumed and killed
+    with it, and counted in ``escaped``."""
+    import os
+    import time
+
+    from grader.sandbox import watch
+    w = start(make_submission(tmp_path, ESCAPE.format(new_session=new_session)))
+    try:
+        assert w.ensure().ok
+        end = time.monotonic() + 5
+        while not (escapee := next(iter(watch.escaped_processes({w.proc.pid})), None)) and time.monotonic() < end:
+            time.sleep(0.01)
+        assert escapee is not None and watch._parent(escapee) == os.getpid()
+        w.pause()
+        assert _state(escapee, "T") == "T"
+        w.resume()
+        assert _state(escapee, "SR") in ("S", "R")
+        assert escapee in w.escaped
+    finally:
+        w.close()
+    assert _state(escapee, "-") is None, "the escapee outlived its worker"
+    assert w.strays_killed == 0
+
+
+def test_a_trusted_worker_owns_only_the_escapees_of_its_own_session(tmp_path):
+    """The reference's worker does not claim a daemon in another session (it is the submission's)."""
+    from grader.sandbox import watch
+    w = Worker(WorkerConfig("host", make_submission(tmp_path, ADD), (), ("a", "b", "c"), 20.0, 5.0, trusted=True))
+    import subprocess
+    import sys
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], start_new_session=True)
+    try:
+        assert w.ensure().ok
+        assert other.pid in watch.escaped_processes({w.proc.pid})
+        assert other.pid not in w._pids() and not w.escaped
+    finally:
+        other.kill()
+        other.wait()
+        w.close()
+
+
+def test_an_honest_worker_leaves_no_process_behind(tmp_path, arrays):
+    """Nothing the worker's own harness starts (a multiprocessing resource tracker, say) outlives
+    it and is taken for a process the submission left behind."""
+    for _ in range(3):
+        w = start(make_submission(tmp_path, ADD))
+        try:
+            assert w.ensure().ok and run(w, arrays).ok
+        finally:
+            w.close()
+        assert not w.escaped and w.strays_killed == 0
+
+
+def test_a_worker_whose_processes_never_settle_is_killed_and_reported_as_a_crash(tmp_path, arrays, monkeypatch):
+    """pause() stops each process the moment a walk finds it and walks again until nothing new is
+    found; a worker that keeps making processes past STOP_PASSES walks is killed, and its next
+    request says why (a crash of the submission's, never a grader error)."""
+    from grader.sandbox import watch
+    w = start(make_submission(tmp_path, ADD))
+    try:
+        assert w.ensure().ok
+        fresh = iter(range(10**9, 2 * 10**9))
+        walk = watch.session_pids
+
+        def endless(sid, escaped=(), visit=None):   # every walk "finds" a process never seen before
+            found = walk(sid, escaped, visit)
+            if visit is not None:
+                visit(next(fresh))
+            return found
+        monkeypatch.setattr(watch, "session_pids", endless)
+        w.pause()
+        out = run(w, arrays)
+        assert not out.ok and out.kind == "crash" and "kept changing" in out.message
+    finally:
+        w.close()

@@ -100,11 +100,27 @@ def to_html(result: GradeResult, exit_code: int) -> str:
         parts += ["<h2>Kernels</h2>",
                   _table(["kernel", "registers", "shared B", "local B", "max threads"],
                          [[escape(str(k.get(key, "-"))) for key in keys] for k in r.kernels], cls="kernels")]
+    if r.kernel_profile is not None:
+        parts += _kernel_profile(r.kernel_profile)
     device = r.device.name if r.device is not None else "no GPU"
     parts.append(f'<p class="meta">{escape(device)} · seed {r.seed} · {escape(r.isolation)} · '
                  f'{" · ".join(f"{escape(k)} {escape(str(v))}" for k, v in r.versions.items())}</p>')
     return _page(f"{r.exercise}: {s.total:.1f} / {s.maximum:.0f}" if r.status == "graded" else f"{r.exercise}: not graded",
                  "\n".join(parts))
+
+
+def _kernel_profile(p: dict) -> list[str]:
+    """grade --profile's section: one block per kernel with ncu's readings."""
+    out = [f"<h2>Nsight Compute: {escape(p['shape'])}</h2>"]
+    if p["status"] != "ok":
+        return out + [f'<p class="flag">{escape(p["status"])}: {escape(p["message"])}</p>']
+    for k in p["kernels"]:
+        t = f"{k['time_ms']:.4f} ms" if k.get("time_ms") is not None else "time not measured"
+        out.append(f"<h3>{escape(k['name'])}</h3><p class=\"meta\">block {escape(k['block'])}, grid {escape(k['grid'])}, "
+                   f"{t}</p><ul>" + "".join(f"<li>{escape(x)}</li>" for x in k["readings"]) + "</ul>")
+    if p.get("agreement"):
+        out.append(f"<p>{escape(p['agreement'])}</p>")
+    return out
 
 
 def error_html(exercise: str, submission: str, kind: str, message: str, exit_code: int) -> str:
@@ -114,7 +130,7 @@ def error_html(exercise: str, submission: str, kind: str, message: str, exit_cod
     return _page(f"{exercise}: not graded", body)
 
 
-def class_index(rows: list[dict[str, Any]], generated: str) -> str:
+def class_index(rows: list[dict[str, Any]], generated: str, exercises: list[dict[str, Any]] | None = None) -> str:
     """The class page of ``grade batch``: per exercise, the score distribution (graded rows:
     count, median, mean, min, max, and a histogram in tenths of the maximum); then every row
     (student, exercise, status, score, the reason) linked to its report. ``rows`` are the summary
@@ -141,6 +157,14 @@ def class_index(rows: list[dict[str, Any]], generated: str) -> str:
         hist = [[f"{10 * i}-{10 * i + 10}%", str(n), f'<span class="bar" style="width:{12 * n}px"></span>']
                 for i, n in enumerate(counts)]
         parts.append(_table(["score", "students", ""], hist, numeric_from=1, cls="histogram"))
+        summary = next((e for e in exercises or () if e["exercise"] == ex), None)
+        if summary is not None:
+            fast = ", ".join(f"fast_{p} " + ("unknown" if v is None else f"{v:.0%}") for p, v in summary["fast_p"].items())
+            fastest = "-" if summary["fastest"] is None else f"{summary['fastest']:.2f}x the reference"
+            pending = f" ({summary['pending']} pending: not graded here)" if summary["pending"] else ""
+            parts.append(f"<p>{summary['correct']} of {summary['submissions']} correct{pending}; fastest correct: "
+                         f"{fastest}; {fast} (the share correct and at least p times as fast as the reference; "
+                         f"unknown while grades are pending or without a reference time).</p>")
     body = []
     for r in rows:
         score = "-" if r.get("score") is None else f"{r['score']:.1f}"

@@ -67,6 +67,7 @@ def to_dict(r: GradeResult, exit_code: int) -> dict[str, Any]:
         "flags": list(r.flags),
         "hidden": {"cases": r.hidden_cases, "benchmarks": r.hidden_benchmarks},
         "worker_restarts": r.worker_restarts,
+        **({"kernel_profile": r.kernel_profile} if r.kernel_profile is not None else {}),
     }
 
 

@@ -157,6 +157,25 @@ def render(r: GradeResult, console: Console) -> None:
         console.print("\n[bold]What to try next[/]")
         for tip in tips:
             console.print(f"  - {tip}", highlight=False)
+    if r.kernel_profile is not None:
+        _kernel_profile(r.kernel_profile, console)
+
+
+def _kernel_profile(p: dict, console: Console) -> None:
+    """grade --profile's section: each kernel of one call with ncu's readings."""
+    console.print(f"\n[bold]Nsight Compute[/] on {escape(p['shape'])} (case {escape(p.get('case', ''))})", highlight=False)
+    if p["status"] != "ok":
+        console.print(f"  [yellow]{escape(p['status'])}[/]: {escape(p['message'])}", highlight=False)
+        return
+    for k in p["kernels"]:
+        t = f"{k['time_ms']:.4f} ms" if k.get("time_ms") is not None else "time not measured"
+        console.print(f"  [cyan]{escape(k['name'])}[/]  block {k['block']}, grid {k['grid']}, {t}", highlight=False)
+        for line in k["readings"]:
+            console.print(f"    - {escape(line)}", highlight=False)
+    if p.get("agreement"):
+        console.print(f"  {escape(p['agreement'])}", highlight=False)
+    if p.get("message"):
+        console.print(f"  [yellow]ncu said[/]: {escape(p['message'])}", highlight=False)
 
 
 def _score(r: GradeResult, console: Console) -> None:

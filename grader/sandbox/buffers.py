@@ -28,6 +28,7 @@ Programming Guide, "Interprocess Communication").
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,13 +64,36 @@ class Descriptor:
                           int(d.get("offset", 0)), int(d.get("base", 0)))
 
 
+CUDA_ERROR_MEMORY_ALLOCATION = 2   # cudaErrorMemoryAllocation (CUDA Runtime API, cudaError enum)
+
+
+class DeviceMemoryError(RuntimeError):
+    """The parent could not allocate an arena: the GPU had too little free memory (another process
+    holds it, or the shape's input sets do not fit). Not the submission's fault, so not scored."""
+
+    def __init__(self, needed: int, free: int | None):
+        self.needed, self.free = needed, free
+        have = f"{free / 2**30:.1f} GiB free" if free is not None else "too little free"
+        super().__init__(f"the GPU has {have}, and this shape's input sets need {needed / 2**30:.1f} GiB: "
+                         "another process is holding GPU memory (nvidia-smi lists it); "
+                         "grade again once it has ended")
+
+
 class Backend:
     """Parent-side array backend: ``xp`` (numpy or cupy) and guarded allocations."""
     name = "abstract"
     xp: Any = np
 
     def raw(self, total: int) -> tuple[Any, str, Any]:  # (uint8 xp array, handle, keep-alive)
+        """One allocation of at least ``total`` bytes: (uint8 xp array, handle, keep-alive).
+
+        Raises:
+            DeviceMemoryError: the device could not hold it."""
         raise NotImplementedError
+
+    def free_bytes(self) -> int | None:
+        """Bytes this backend could still allocate now (device memory), or None: not limited here."""
+        return None
 
     def synchronize(self) -> None:
         pass
@@ -107,10 +131,20 @@ class CudaBackend(Backend):
     def raw(self, total: int) -> tuple[Any, str, Any]:
         cupy = self._cupy
         total = -(-total // IPC_GRANULE) * IPC_GRANULE
-        mem = cupy.cuda.memory.Memory(total)
+        try:
+            mem = cupy.cuda.memory.Memory(total)
+        except cupy.cuda.runtime.CUDARuntimeError as exc:
+            if exc.status != CUDA_ERROR_MEMORY_ALLOCATION:
+                raise
+            raise DeviceMemoryError(total, self.free_bytes()) from exc
         raw = cupy.ndarray((total,), cupy.uint8, memptr=cupy.cuda.MemoryPointer(mem, 0))
         handle = bytes(cupy.cuda.runtime.ipcGetMemHandle(mem.ptr)).hex()
         return raw, handle, mem
+
+    def free_bytes(self) -> int | None:
+        """Device memory free now (cudaMemGetInfo) plus what CuPy's pools hold unused, in bytes."""
+        cupy = self._cupy
+        return int(cupy.cuda.runtime.memGetInfo()[0]) + int(cupy.get_default_memory_pool().free_bytes())
 
     def synchronize(self) -> None:
         self._cupy.cuda.runtime.deviceSynchronize()
@@ -226,14 +260,16 @@ class Mapper:
 
     def _map(self, d: Descriptor) -> tuple[Any, Any]:
         if d.backend == "host":
-            from multiprocessing import resource_tracker, shared_memory
-            shm = shared_memory.SharedMemory(name=d.handle)
-            # Python < 3.13 registers attached segments and unlinks them when this process exits.
+            # mapped directly, not through multiprocessing.shared_memory: attaching there starts a
+            # resource-tracker process (Python < 3.13) that outlives the worker, re-parented to the
+            # grader, and would be taken for a process the submission left behind
+            import mmap
+            fd = os.open("/dev/shm/" + d.handle.lstrip("/"), os.O_RDWR)
             try:
-                resource_tracker.unregister(shm._name, "shared_memory")  # noqa: SLF001
-            except Exception:
-                pass
-            return np.ndarray((d.total,), np.uint8, buffer=shm.buf), shm
+                m = mmap.mmap(fd, d.total)
+            finally:
+                os.close(fd)
+            return np.ndarray((d.total,), np.uint8, buffer=m), m
         import cupy
         ptr = cupy.cuda.runtime.ipcOpenMemHandle(bytes.fromhex(d.handle))
         mem = cupy.cuda.UnownedMemory(ptr, d.total, owner=None)

@@ -35,6 +35,15 @@
  *                      truncated away), a missing flush (the call patched out) and any byte the
  *                      worker wrote, removed or rewrote in the file (a forged line, a line overwritten
  *                      in place) show.
+ *   W <seq>            written by grader_trace_window_end(), which the worker's trusted code calls
+ *                      the moment a timed round's calls are synchronised: from then on the first
+ *                      launch, copy or stream operation (any thread, even one already noted) is
+ *                      written as
+ *   L <seq> <m> <name> work started after the timed window closed (numbered with the K lines), until
+ *   B <seq>            written by grader_trace_request(), which the worker's trusted code calls as
+ *                      it receives each request: it reopens the window. The grader knows how many
+ *                      requests it sent: a B it did not cause (the submission calling the function)
+ *                      shows as tampering, a missing W as well.
  *   T <what>           tampering seen: the descriptor no longer reaches the grader's file, or the
  *                      callbacks were turned off (each checked at every write and every flush)
  *   D <n>              lines were dropped (the table of lines since the last flush is full)
@@ -97,8 +106,17 @@ static CUpti_SubscriberHandle subscriber;
 static CUmodule own_modules[MAX_OWN];   /* modules loaded while the own window was open */
 static int n_own = 0;
 static int own_window = 0;      /* 0 never opened, 1 open, 2 closed for good */
+static int late = 0;            /* 1 after grader_trace_window_end (the next work is an L line), 2 once written */
 static CUresult (*func_get_module)(CUmodule *, CUfunction) = NULL;   /* the driver's cuFuncGetModule */
 static CUresult (*pointer_attribute)(void *, CUpointer_attribute, CUdeviceptr) = NULL;   /* cuPointerGetAttribute */
+/* the driver's context calls, resolved before any submission code runs: grader_trace_window_end
+ * synchronises the context the own modules were loaded in itself (a replaced or skipped Python-level
+ * synchronisation cannot leave the timed calls' work running past the W line) */
+static CUresult (*ctx_get_current)(CUcontext *) = NULL;
+static CUresult (*ctx_push)(CUcontext) = NULL;
+static CUresult (*ctx_pop)(CUcontext *) = NULL;
+static CUresult (*ctx_sync)(void) = NULL;
+static CUcontext own_ctx = NULL;    /* current when the own window opened */
 static uint64_t key[2];         /* the MAC key (read from the grader's pipe) */
 static uint64_t mac = 0;        /* the chained MAC of the lines written so far */
 
@@ -181,10 +199,32 @@ static void say(char kind, const char *text) {
     write_all(line, (size_t)n + 1);
 }
 
-/* Write "K <seq> <origin> <name>" the first time that pair is seen since the last flush. */
+/* Write "L <seq> <origin> <name>" for the first work after a timed window closed. Under the lock. */
+static void note_late(char origin, const char *name, size_t len) {
+    char *line = (char *)malloc(len + 40);
+    if (!line) {
+        ++dropped;
+        return;
+    }
+    int head = snprintf(line, 40, "L %lu %c ", ++seq, origin);
+    memcpy(line + head, name, len);
+    chain(line, (size_t)head + len);
+    line[head + len] = '\n';
+    if (fd_intact()) write_all(line, (size_t)head + len + 1);
+    free(line);
+    late = 2;
+}
+
+/* Write "K <seq> <origin> <name>" the first time that pair is seen since the last flush (after a
+ * timed window closed, the first work of any kind as an L line instead). */
 static void note(char origin, const char *name) {
     size_t len = strnlen(name, MAX_NAME);
     pthread_mutex_lock(&lock);
+    if (late) {
+        if (late == 1) note_late(origin, name, len);
+        pthread_mutex_unlock(&lock);
+        return;
+    }
     for (int i = 0; i < n_seen; ++i) {
         if (seen[i][0] == origin && strncmp(seen[i] + 1, name, len) == 0 && seen[i][1 + len] == 0) {
             pthread_mutex_unlock(&lock);
@@ -260,6 +300,9 @@ static int own_function(CUfunction f) {
 static void module_loaded(CUmodule m) {
     pthread_mutex_lock(&lock);
     if (own_window == 1 && m && n_own < MAX_OWN) own_modules[n_own++] = m;
+    /* the own modules' context: current here, in the thread that loads them, before any submission
+     * code runs (when the window opened, CUDA may not have made one current yet) */
+    if (own_window == 1 && m && !own_ctx && ctx_get_current) ctx_get_current(&own_ctx);
     pthread_mutex_unlock(&lock);
 }
 
@@ -342,11 +385,53 @@ static int callbacks_on(void) {
  * (a later call changes nothing). Returns the window's state: 1 open, 2 closed, 0 never opened. */
 int grader_trace_own_window(int open) {
     pthread_mutex_lock(&lock);
-    if (open && own_window == 0) own_window = 1;
+    if (open && own_window == 0) {
+        own_window = 1;
+        if (ctx_get_current) ctx_get_current(&own_ctx);   /* NULL when none is current yet: see module_loaded */
+    }
     else if (!open && own_window == 1) own_window = 2;
     int state = own_window;
     pthread_mutex_unlock(&lock);
     return state;
+}
+
+/* Called by the worker's trusted code (ctypes) once a timed round's calls are queued: writes
+ * "W <seq>" and closes the window (the next launch, copy or stream operation of any thread is an L
+ * line) BEFORE it synchronises the own modules' context itself: work queued before this call is
+ * waited for here, inside the parent's clock; work queued after it, however the submission times
+ * it (another thread, a replaced synchronisation), is an L line. Returns the CUresult of the
+ * synchronisation (0: done), -1 when the tracer did not start. */
+int grader_trace_window_end(void) {
+    if (!started) return -1;
+    pthread_mutex_lock(&lock);
+    char text[32];
+    snprintf(text, sizeof text, "%lu", seq);
+    say('W', text);
+    late = 1;
+    pthread_mutex_unlock(&lock);
+    /* the own modules' context; without one (a submission that loaded no module of its own), the
+     * calling thread's, in which the harness ran solve */
+    CUcontext ctx = own_ctx, popped;
+    if (!ctx && ctx_get_current(&ctx) != CUDA_SUCCESS) ctx = NULL;
+    if (!ctx) return 0;        /* no context at all: nothing can have been queued */
+    CUresult r = ctx_push(ctx);
+    if (r != CUDA_SUCCESS) return (int)r;
+    r = ctx_sync();
+    ctx_pop(&popped);
+    return (int)r;
+}
+
+/* Called by the worker's trusted code (ctypes) as it receives each request: writes "B <seq>" and
+ * ends the closed window. */
+int grader_trace_request(void) {
+    if (!started) return 1;
+    pthread_mutex_lock(&lock);
+    char text[32];
+    snprintf(text, sizeof text, "%lu", seq);
+    say('B', text);
+    late = 0;
+    pthread_mutex_unlock(&lock);
+    return 0;
 }
 
 /* Called by the worker (ctypes) before its replies: forget the names noted since the last call (the
@@ -406,8 +491,12 @@ int InitializeInjection(void) {
     func_get_module = (CUresult(*)(CUmodule *, CUfunction))dlsym(cuda ? cuda : RTLD_DEFAULT, "cuFuncGetModule");
     pointer_attribute = (CUresult(*)(void *, CUpointer_attribute, CUdeviceptr))dlsym(cuda ? cuda : RTLD_DEFAULT,
                                                                                      "cuPointerGetAttribute");
-    if (!func_get_module || !pointer_attribute) {
-        say('E', "the CUDA driver has no cuFuncGetModule or cuPointerGetAttribute (a driver for CUDA 12 or later is needed)");
+    ctx_get_current = (CUresult(*)(CUcontext *))dlsym(cuda ? cuda : RTLD_DEFAULT, "cuCtxGetCurrent");
+    ctx_push = (CUresult(*)(CUcontext))dlsym(cuda ? cuda : RTLD_DEFAULT, "cuCtxPushCurrent_v2");
+    ctx_pop = (CUresult(*)(CUcontext *))dlsym(cuda ? cuda : RTLD_DEFAULT, "cuCtxPopCurrent_v2");
+    ctx_sync = (CUresult(*)(void))dlsym(cuda ? cuda : RTLD_DEFAULT, "cuCtxSynchronize");
+    if (!func_get_module || !pointer_attribute || !ctx_get_current || !ctx_push || !ctx_pop || !ctx_sync) {
+        say('E', "the CUDA driver lacks cuFuncGetModule, cuPointerGetAttribute or the context calls (a driver for CUDA 12 or later is needed)");
         return 1;
     }
     CUptiResult r = cuptiSubscribe(&subscriber, (CUpti_CallbackFunc)on_callback, NULL);

@@ -243,6 +243,8 @@ class Launch:
 
 
 _S_LINE = re.compile(r"S (\d+) ([0-9a-f]{16})")
+_L_LINE = re.compile(r"L (\d+) ([+-]) (\S+|<CUDA graph launch>|<unnamed kernel>)")
+_MARK_LINE = re.compile(r"[BW] (\d+)")
 _D_LINE = re.compile(r"D \d+ kernel names dropped")
 
 
@@ -276,6 +278,13 @@ class TraceFile:
         self.error = ""
         self.reported = False
         self.after_report: list[Launch] = []   # lines of the last read that followed its last S line
+        # the timed window (kernel_trace.c's W, L and B lines): requests sent since the tracer
+        # started whose B line has not been read, whether the last W is still unanswered by a B,
+        # W lines read so far, and work started after a W (kept until take_late)
+        self._requests_pending = 0
+        self._closed = False
+        self.windows_closed = 0
+        self.late: list[Launch] = []
 
     @property
     def pass_fds(self) -> tuple[int, int]:
@@ -284,6 +293,17 @@ class TraceFile:
 
     def env(self, tracer: Tracer) -> dict[str, str]:
         return {INJECTION_VAR: str(tracer.library), FD_VAR: str(self.worker_fd), KEY_FD_VAR: str(self.key_fd)}
+
+    def request_sent(self) -> None:
+        """The grader sent the worker a request: once the tracer has started, the worker's trusted
+        code writes one B line as it receives it (a B line beyond these is the submission's)."""
+        if self.status:
+            self._requests_pending += 1
+
+    def take_late(self) -> list[Launch]:
+        """Work started after a timed window closed, read since the last call (then forgotten)."""
+        late, self.late = self.late, []
+        return late
 
     def names(self) -> list[Launch]:
         """What was launched since the last call (in the order it was written). Lines are
@@ -330,6 +350,31 @@ class TraceFile:
                 self._seq = int(seq)
                 out.append(Launch(name, origin == "+"))
                 self.after_report.append(out[-1])
+            elif tag == "L ":
+                m = _L_LINE.fullmatch(line)
+                if m is None or not self._closed:
+                    self.tampered(f"a late-work line outside a closed timed window {line[:80]!r}")
+                    continue
+                seq, origin, name = m.groups()
+                if seq != str(self._seq + 1):
+                    self.tampered(f"line {seq!r} follows line {self._seq}: lines were removed or forged")
+                self._seq = int(seq)
+                self.late.append(Launch(name, origin == "+"))
+            elif tag in ("B ", "W ") and _MARK_LINE.fullmatch(line):
+                if tag == "W ":
+                    if self._closed:
+                        self.tampered("a timed window was closed twice")
+                    elif self._requests_pending > 0:   # its request's B is missing or comes after it
+                        self.tampered("a timed window closed before its request's start line (the tracer's marks "
+                                      "were called from submission code)")
+                    self._closed = True
+                    self.windows_closed += 1
+                elif self._requests_pending <= 0:
+                    self.tampered("a request-start line the grader did not cause (the tracer's marks were called "
+                                  "from submission code)")
+                else:
+                    self._requests_pending -= 1
+                    self._closed = False
             elif tag == "T ":
                 self.tampered(line[2:])
             elif tag == "R " and not self.status and not self._seq:

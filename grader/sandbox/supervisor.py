@@ -184,6 +184,16 @@ def _worker_env(token: str, home: Path, config: WorkerConfig) -> dict[str, str]:
     return env
 
 
+def _send(sig: signal.Signals, pids: "tuple[int, ...] | list[int]") -> None:
+    """Send ``sig`` to each of ``pids`` in order (a negative one: that process group), skipping any
+    that is gone or not this user's."""
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
 class Worker:
     """One worker process for one submission. Not thread-safe; one request at a time."""
 
@@ -199,6 +209,8 @@ class Worker:
         self.starts = 0
         self.token = uuid.uuid4().hex
         self.strays_killed = 0     # processes found still running after the worker was killed
+        self.escaped: set[int] = set()   # processes that left the worker's tree (see _escaped)
+        self._killed_because = ""        # why the grader killed the worker between requests (see _stop_all)
         self.baseline_libraries: set[str] | None = None
         self._last_sample = 0.0
         self._resumed: list[int] = []   # the session's processes when it was last resumed
@@ -263,6 +275,7 @@ class Worker:
         self.sock = parent
         self.starts += 1
         _LIVE_WORKERS.add(self.proc.pid)
+        self._killed_because = ""
         self.baseline_libraries = None
         hello = self.request({"op": "hello"}, self.config.compile_s, "[limits] compile_s")
         if not hello.ok:
@@ -324,9 +337,14 @@ class Worker:
         return isolation.View(tuple(dict.fromkeys(hide)), tuple(dict.fromkeys(show)), (str(cache), str(self.cwd)))
 
     def kill(self) -> None:
+        """SIGKILL the worker and every process of its (see :meth:`_pids`), then every other process
+        still in its session (a /proc scan: one that left its tree while the grader was no child
+        subreaper); then look for strays (watch.stray_processes) and kill them too."""
         if self.proc is not None:
             _LIVE_WORKERS.discard(self.proc.pid)
+            escaped = self._escaped()   # the grader's children: reaped by kill_all
             self._signal_group(signal.SIGKILL)
+            watch.kill_all([*escaped, *(p for p in watch.session_members(self.proc.pid) if p != self.proc.pid)])
         if self.proc is not None:
             try:
                 self.proc.wait(timeout=30)
@@ -347,7 +365,41 @@ class Worker:
         group at once, then every process of its session, found by a walk of /proc whose length the
         worker controls (a thousand idle threads make it tens of ms)."""
         self.stop_now()
-        self._signal_group(signal.SIGSTOP)
+        self._stop_all()
+
+    # passes of :meth:`_stop_all` before it gives up on a worker whose processes keep changing
+    STOP_PASSES = 50
+
+    def _stop_all(self) -> None:
+        """SIGSTOP every process of the worker, each the moment a walk finds it, and walk again until a
+        whole walk finds no process it has not stopped yet. A walk that lists first and signals after
+        signals PIDs a process that forks a successor and exits every few ms (a chain) has already
+        left, however long the walk (threads held in a ptrace stop make it tens of ms at no cost to
+        the worker's clock): the chain is never stopped and works between the timed rounds
+        (red-team pass 12, evader_chain). A process found here cannot fork once the SIGSTOP is
+        pending (a fork under way finishes, and its child is the stopped parent's, found by the next
+        walk). A worker still making new processes after STOP_PASSES walks is killed."""
+        if self.proc is None:
+            return
+        _send(signal.SIGSTOP, (-self.proc.pid,))
+        stopped: set[int] = set()
+        fresh = [False]
+
+        def stop(pid: int) -> None:
+            if pid in stopped:
+                return
+            stopped.add(pid)
+            fresh[0] = True
+            _send(signal.SIGSTOP, (pid,))
+
+        for _ in range(self.STOP_PASSES):
+            fresh[0] = False
+            watch.session_pids(self.proc.pid, self._escaped(), visit=stop)
+            if not fresh[0]:
+                return
+        self._killed_because = (f"the worker was killed: its processes kept changing while the grader stopped them "
+                                f"between timed rounds ({self.STOP_PASSES} walks, each finding new ones)")
+        self.kill()   # never settles: the next request reports it as the worker's crash
 
     def stop_now(self) -> None:
         """SIGSTOP the worker's process group and the processes the last :meth:`resume` found, with
@@ -355,11 +407,7 @@ class Worker:
         nothing it does after the reply (the parent's clock has stopped) goes unseen."""
         if self.proc is None:
             return
-        for pid in (-self.proc.pid, *self._resumed):   # negative: the process group
-            try:
-                os.kill(pid, signal.SIGSTOP)
-            except (ProcessLookupError, PermissionError):
-                pass
+        _send(signal.SIGSTOP, (-self.proc.pid, *self._resumed))
 
     def resume(self) -> float:
         """Continue every process of the worker's session; returns ``time.perf_counter()`` just
@@ -376,15 +424,7 @@ class Worker:
         if sig == signal.SIGCONT:
             self._resumed = pids
         start = time.perf_counter()
-        try:
-            os.killpg(self.proc.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
-        for pid in pids:
-            try:
-                os.kill(pid, sig)
-            except (ProcessLookupError, PermissionError):
-                pass
+        _send(sig, (-self.proc.pid, *pids))
         return start
 
     def _new_cwd(self) -> None:
@@ -422,12 +462,16 @@ class Worker:
         has been read (``wall_s`` ends there), before any of the parent's checks after it: a timed
         round stops the worker and measures the GPU work it left there."""
         if self.sock is None or self.proc is None:
+            if self._killed_because:
+                return Outcome(False, "crash", self._killed_because)
             return Outcome(False, "grader_error", "no worker running")
         if not self.alive:  # died between requests (a thread of the last call crashing it, say)
             return self._crashed(0.0)
         t0 = time.perf_counter()
         try:
             self.sock.settimeout(timeout)
+            if self.trace is not None and message.get("op") != "exit":
+                self.trace.request_sent()
             protocol.send(self.sock, message)
             over = self._wait_readable(t0 + timeout, message.get("op") not in UNGRADED_OPS)
             if over is not None:
@@ -457,7 +501,7 @@ class Worker:
             self.kill()
             return Outcome(False, "forbidden_library", f"the worker loaded {', '.join(banned)}, which this exercise "
                            f"forbids ([features] forbidden_libraries); write the kernel yourself", wall_s=wall)
-        alien = self._foreign_kernels(message.get("op")) or self._other_gpu_processes()
+        alien = self._foreign_kernels(message.get("op"), reply.get("ok") is True) or self._other_gpu_processes()
         if alien:
             self.kill()
             return Outcome(False, "foreign_kernel", alien, wall_s=wall)
@@ -518,8 +562,22 @@ class Worker:
         return None
 
     def _pids(self) -> list[int]:
-        """The worker and its descendants (see watch.session_pids); empty before it started."""
-        return watch.session_pids(self.proc.pid) if self.proc is not None else []
+        """The worker, its descendants and the processes that left its tree (see :meth:`_escaped`),
+        with theirs (see watch.session_pids); empty before it started."""
+        return watch.session_pids(self.proc.pid, self._escaped()) if self.proc is not None else []
+
+    def _escaped(self) -> tuple[int, ...]:
+        """Processes that left this worker's process tree and were re-parented to the grader
+        (watch.escaped_processes): those in its session and, for an untrusted worker, those in no
+        live worker's session (a daemon that also called setsid; the trusted workers start none).
+        They are the worker's: stopped, continued, measured and killed with it, and counted in
+        :attr:`escaped`."""
+        if self.proc is None:
+            return ()
+        mine = tuple(pid for pid, sid in watch.escaped_processes(_LIVE_WORKERS | {self.proc.pid}).items()
+                     if sid == self.proc.pid or (not self.config.trusted and sid not in _LIVE_WORKERS))
+        self.escaped.update(mine)
+        return mine
 
     def _libraries(self) -> set[str]:
         libs: set[str] = set()
@@ -535,12 +593,18 @@ class Worker:
             return []
         return watch.forbidden_in(self._libraries() - self.baseline_libraries, self.config.forbidden_libraries)
 
-    def _foreign_kernels(self, op: Any) -> str:
+    def _foreign_kernels(self, op: Any, replied_ok: bool = True) -> str:
         """The message when kernels traced since the last request include one that is not the
         submission's own while a graded call ran (see grader.sandbox.kernel_trace); "" otherwise."""
         if self.trace is None:
             return ""
+        closed = self.trace.windows_closed
         names = self.trace.names()
+        late = self.trace.take_late()
+        if late:
+            return (f"{late[0].name} was started after a timed round's calls had been synchronised: work left to run "
+                    f"after solve returns is outside the timed window (the clock stops at the reply); finish all "
+                    f"GPU work inside solve")
         own = self.own_kernels
         if own is None or op in UNGRADED_OPS:
             # kernels launched after the worker's flush ended the request are not the grader's
@@ -558,6 +622,10 @@ class Worker:
             self.trace.check_descriptor(self.proc.pid)
         if not self.trace.reported and op != "time":   # the worker flushes before every reply but a timed round's
             self.trace.tampered("the tracer's flush did not run before the reply")
+        # a timed round that failed (solve raised, the synchronisation reported a CUDA error) may end
+        # before its W line: its own error is the report, not tampering
+        if op == "time" and replied_ok and self.trace.status and self.trace.windows_closed == closed:
+            self.trace.tampered("the timed round's synchronisation was not marked (W line)")
         if self.trace.error:
             return f"{self.trace.error}; the own-kernels check cannot vouch for this submission"
         alien = kernel_trace.foreign(names, own)

@@ -21,16 +21,21 @@ import os
 import signal
 import time
 from pathlib import Path
+from typing import Callable
 
 TOKEN_VAR = "GRADE_WORKER_TOKEN"   # set in every worker's environment; inherited by its children
 _PROC = Path("/proc")
 
 
-def session_pids(sid: int) -> list[int]:
+def session_pids(sid: int, escaped: tuple[int, ...] = (), visit: Callable[[int], None] | None = None) -> list[int]:
     """PIDs of the worker's processes: the worker (its session leader, sid == its PID) and its
     descendants, through /proc/PID/task/TID/children (fast); where the kernel has no such files,
-    every process whose session id is ``sid`` (a scan of /proc: milliseconds)."""
-    found, todo, walked = [], [sid], False
+    every process whose session id is ``sid`` (a scan of /proc: milliseconds). ``escaped``: more
+    processes to include with their descendants (the worker's that left its tree, see
+    :func:`escaped_processes`). ``visit``, when given, is called with each PID the moment it is
+    found, before its children are read (a SIGSTOP sent there reaches it microseconds after it was
+    seen, not after the rest of a walk whose length the worker controls)."""
+    found, todo, walked = [], [sid, *escaped], False
     while todo:
         pid = todo.pop()
         tasks = _PROC / str(pid) / "task"
@@ -39,16 +44,82 @@ def session_pids(sid: int) -> list[int]:
         except OSError:
             continue
         found.append(pid)
+        if visit is not None:
+            visit(pid)
         for tid in tids:
             try:
                 todo += [int(c) for c in (tasks / tid / "children").read_text().split()]
                 walked = True
             except (OSError, ValueError):
                 continue
-    return found if walked or not found else _scan_session(sid)
+    if walked or not found:
+        return found
+    members = session_members(sid)
+    if visit is not None:
+        for pid in members:
+            visit(pid)
+    return members
 
 
-def _scan_session(sid: int) -> list[int]:
+def escaped_processes(live: set[int]) -> dict[int, int]:
+    """Processes that left a worker's process tree: {PID: its session id} for this process's own
+    children (where :func:`protect_parent`, the child subreaper, has them re-parented when their
+    parent exits: a double fork) that are no live worker (``live``), not in this process's session
+    (its own short-lived subprocesses are) and not dead (see :func:`_dead`; dead ones are reaped). A
+    few /proc reads per thread of this process: tens of microseconds."""
+    me, my_sid = os.getpid(), os.getsid(0)
+    out: dict[int, int] = {}
+    kids: list[int] = []
+    try:
+        tasks = list((_PROC / "self" / "task").iterdir())
+    except OSError:
+        tasks = []
+    walked = False
+    for task in tasks:
+        try:
+            kids += [int(c) for c in (task / "children").read_text().split()]
+            walked = True
+        except (OSError, ValueError):
+            continue
+    if not walked:   # a kernel without the children files: every process whose parent is this one
+        kids = [int(d.name) for d in (_PROC.iterdir() if _PROC.is_dir() else ()) if d.name.isdigit()
+                and _parent(int(d.name)) == me]
+    for pid in kids:
+        if pid in live or pid in out:
+            continue
+        try:
+            fields = _stat_fields(pid)
+            if int(fields[3]) == my_sid:
+                continue
+            if not _dead(pid, fields):
+                out[pid] = int(fields[3])
+            else:   # a zombie handed over by a double fork: reap it (a pile of them slows every walk)
+                os.waitpid(pid, os.WNOHANG)
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
+def _dead(pid: int, fields: list[str]) -> bool:
+    """Whether ``pid`` is a zombie with no live thread: a thread-group leader that left by
+    SYS_exit shows Z in /proc/PID/stat while its other threads run on."""
+    if fields[0] not in "ZX":
+        return False
+    try:
+        return all(_stat_fields(pid, t)[0] in "ZX" for t in os.listdir(_PROC / str(pid) / "task"))
+    except OSError:
+        return True
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        return int(_stat_fields(pid)[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def session_members(sid: int) -> list[int]:
+    """Every process whose session id is ``sid``, by a scan of /proc (milliseconds)."""
     out = []
     for d in _PROC.iterdir() if _PROC.is_dir() else ():
         if not d.name.isdigit():
@@ -145,10 +216,10 @@ def forbidden_in(libraries: set[str], forbidden: tuple[str, ...]) -> list[str]:
     return sorted(lib for lib in libraries for f in forbidden if lib.startswith(f))
 
 
-def _stat_fields(pid: int) -> list[str]:
-    """Fields of /proc/PID/stat after the command name (which may hold spaces and parentheses):
-    [0] state, [1] ppid, [3] session id."""
-    stat = (_PROC / str(pid) / "stat").read_text()
+def _stat_fields(pid: int, tid: str | None = None) -> list[str]:
+    """Fields of /proc/PID/stat (of thread ``tid``: /proc/PID/task/TID/stat) after the command name
+    (which may hold spaces and parentheses): [0] state, [1] ppid, [3] session id."""
+    stat = ((_PROC / str(pid) / "stat") if tid is None else (_PROC / str(pid) / "task" / tid / "stat")).read_text()
     return stat[stat.rfind(")") + 2:].split()
 
 
@@ -169,7 +240,7 @@ def stray_processes(token: str, worker_sid: int, live: set[int]) -> list[int]:
             if d.stat().st_uid != uid:
                 continue
             fields = _stat_fields(pid)
-            if fields[0] in "ZX" or int(fields[3]) == worker_sid:
+            if _dead(pid, fields) or int(fields[3]) == worker_sid:
                 continue
             orphan = int(fields[1]) == me and int(fields[3]) != my_sid
             if orphan or needle in (d / "environ").read_bytes().split(b"\0"):

@@ -90,6 +90,8 @@ class Server:
         self._events: list[Any] = []         # CUDA events reused by timed rounds
         self._trace_flush: Callable[[], int] | None = None
         self._own_window: Callable[[int], int] | None = None
+        self._trace_request: Callable[[], int] | None = None   # marks each request's start in the trace
+        self._window_end: Callable[[], int] | None = None      # marks a timed round's synchronisation
         self.preloaded = False
         if backend == "cuda":
             import cupy
@@ -103,6 +105,8 @@ class Server:
                 library = ctypes.CDLL(tracer)
                 self._trace_flush = library.grader_trace_flush
                 self._own_window = library.grader_trace_own_window
+                self._trace_request = library.grader_trace_request
+                self._window_end = library.grader_trace_window_end
 
     # -- helpers --------------------------------------------------------------------------------
     def arrays(self, descs: list[dict[str, Any]]) -> list[Any]:
@@ -265,11 +269,18 @@ class Server:
         events = self._events[:len(order) + 1]
         if flush_bytes:
             self._memset_async(self._flush.data.ptr, len(order) & 0xFF, flush_bytes, stream.ptr)
-        events[0].record(stream)
-        for i, k in enumerate(order):
-            self.call(sets[k])
-            events[i + 1].record(stream)
-        t_queued = time.perf_counter()
+        try:
+            events[0].record(stream)
+            for i, k in enumerate(order):
+                self.call(sets[k])
+                events[i + 1].record(stream)
+        finally:   # also when solve raised: the W line is written whatever happened
+            t_queued = time.perf_counter()
+            # the tracer closes the window (W; GPU work started from then on, by any thread, is an L
+            # line, which fails the round), then synchronises the own modules' context itself
+            status = self._window_end() if self._window_end is not None else 0
+        if status > 0:   # a CUDA error of the timed calls (-1: the tracer did not start)
+            raise cupy.cuda.driver.CUDADriverError(status)
         self.sync()
         t_synced = time.perf_counter()
         times = [cupy.cuda.get_elapsed_time(a, b) for a, b in zip(events, events[1:])]
@@ -298,6 +309,8 @@ class Server:
             op = req.get("op")
             if op == "exit":
                 return
+            if self._trace_request is not None:
+                self._trace_request()
             handler = getattr(self, f"op_{op}", None)
             try:
                 if handler is None:
