@@ -34,3 +34,28 @@ def test_compiles(path, arch, tmp_path):
     proc = subprocess.run([shutil.which("nvcc"), f"-arch={arch}", "-std=c++17", *extra, "-cubin", "-o",
                            str(tmp_path / "k.cubin"), str(path)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
+
+
+def _grading_folders():
+    """Every folder grading compiles: the solutions, the student templates and the GPU fixtures."""
+    out = []
+    for base in (ROOT / "solutions", ROOT / "student_template", ROOT / "tests" / "fixtures" / "gpu"):
+        for folder in sorted(p for p in base.iterdir() if (p / "kernel.cu").is_file()):
+            name = next((e.name for e in (ROOT / "exercises").iterdir() if folder.name.startswith(e.name)), None)
+            if name is not None:
+                out.append((name, folder))
+    return out
+
+
+@pytest.mark.parametrize("exercise, folder", _grading_folders(), ids=lambda x: getattr(x, "name", x))
+def test_compiles_with_nvrtc_as_grading_does(exercise, folder):
+    """kernel.cu through NVRTC with the exercise's options, as the worker compiles it (nvcc above
+    is more forgiving: it defines INFINITY, say, which NVRTC does not)."""
+    from grader.spec import load_spec
+    from grader.static import nvrtc_unavailable, static_report
+    why = nvrtc_unavailable()
+    if why:
+        pytest.skip(f"NVRTC cannot be loaded here: {why}")
+    rep = static_report(load_spec(ROOT / "exercises" / exercise / "spec.toml"), folder, "sm_90")
+    assert rep.compiled, rep.problems
+    assert not [p for p in rep.problems if "error" in p], rep.problems

@@ -16,6 +16,8 @@
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 
+#define NEG_INF __int_as_float(0xff800000)   // -inf (NVRTC has no math.h INFINITY)
+
 #define BM 64                 // query rows per CTA (16 per warp)
 #define BN 64                 // keys per tile
 #define WARPS 4
@@ -108,7 +110,7 @@ __device__ void flash_fwd(const T* __restrict__ q, const T* __restrict__ k, cons
     float acc[D / 8][4];                               // O, 16 x D per warp: D / 8 tiles of 16 x 8
 #pragma unroll
     for (int dt = 0; dt < D / 8; ++dt) acc[dt][0] = acc[dt][1] = acc[dt][2] = acc[dt][3] = 0.f;
-    float m_run[2] = {-INFINITY, -INFINITY};           // rows r0 and r0 + 8, log2 domain
+    float m_run[2] = {NEG_INF, NEG_INF};           // rows r0 and r0 + 8, log2 domain
     float l_run[2] = {0.f, 0.f};                       // this thread's share of the row sums
     const int qi[2] = {m0 + r0, m0 + r0 + 8};
     const int kv_end = causal ? min(Sk, m0 + BM) : Sk;
@@ -131,14 +133,14 @@ __device__ void flash_fwd(const T* __restrict__ q, const T* __restrict__ k, cons
             }
         }
 
-        float tile_max[2] = {-INFINITY, -INFINITY};
+        float tile_max[2] = {NEG_INF, NEG_INF};
 #pragma unroll
         for (int nt = 0; nt < BN / 8; ++nt) {
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
                 const int key = n0 + nt * 8 + 2 * t + (e & 1), row = e >> 1;
                 const bool masked = key >= Sk || (causal && key > qi[row]);
-                s[nt][e] = masked ? -INFINITY : s[nt][e] * scale_log2;
+                s[nt][e] = masked ? NEG_INF : s[nt][e] * scale_log2;
                 tile_max[row] = fmaxf(tile_max[row], s[nt][e]);
             }
         }
@@ -149,7 +151,7 @@ __device__ void flash_fwd(const T* __restrict__ q, const T* __restrict__ k, cons
             tile_max[row] = fmaxf(tile_max[row], __shfl_xor_sync(0xffffffffu, tile_max[row], 2));
             const float m_new = fmaxf(m_run[row], tile_max[row]);
             // a row with nothing visible yet keeps m = -inf: exp2 of (-inf) - 0 is 0, never NaN
-            const float base = m_new == -INFINITY ? 0.f : m_new;
+            const float base = m_new == NEG_INF ? 0.f : m_new;
             alpha[row] = exp2f(m_run[row] - base);
             m_run[row] = m_new;
             l_run[row] *= alpha[row];
