@@ -64,7 +64,7 @@ SHARED_TESTS = frozenset({
     "test_hang_is_killed_and_named", "test_illegal_address_is_isolated_and_named",
     "test_grading_after_a_fault_is_unaffected", "test_compile_error_is_reported_with_line",
     "test_float16_accumulators_fail_ex12", "test_ex12_without_tensor_core_instructions_gets_no_performance_points",
-    "test_a_wmma_submission_is_own_and_correct_in_grading",
+    "test_a_wmma_submission_is_own_and_correct_in_grading", "test_ex14_without_online_rescaling_fails",
     "test_cublas_loaded_at_run_time_is_rejected", "test_nvml_sees_the_workers_device_memory",
     "test_racecheck_finds_the_missing_syncthreads", "test_memcheck_finds_the_read_past_the_end",
     "test_the_smallest_failing_case_is_sanitized_in_the_text_report", "test_headers_students_use_compile_in_grading"})

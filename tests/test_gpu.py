@@ -230,3 +230,11 @@ def test_headers_students_use_compile_in_grading(header: str, tmp_path) -> None:
     except CompileError as exc:
         pytest.fail(f"<{header}> does not compile in grading on this machine (include folders "
                     f"{include_folders(('-std=c++17',))}): {str(exc)[:600]}")
+
+
+def test_ex14_without_online_rescaling_fails() -> None:
+    """FlashAttention without rescaling O and l when the running max grows is wrong once a row's
+    keys span two tiles (the fixture is the reference with the rescale factor set to 1)."""
+    name = "ex14_flash_attention"
+    r = grade_folder(spec_of(name), FIXTURES / "gpu" / f"{name}_norescale", benchmark=False)
+    assert r.status == "graded" and not r.correct and r.score.total == 0, r.smallest_failure

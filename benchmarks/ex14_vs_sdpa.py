@@ -1,0 +1,78 @@
+"""ex14's reference FlashAttention-2 kernel against PyTorch's scaled_dot_product_attention, side by side.
+
+    python3 benchmarks/ex14_vs_sdpa.py [--reps 20]
+
+For each of ex14's benchmark shapes (fp16; bf16 for the bf16 shape): the median of ``--reps`` CUDA-event
+timings (ms, one call each, after 3 warm-up calls) of solutions/ex14_flash_attention's solve and of
+torch.nn.functional.scaled_dot_product_attention (PyTorch picks its backend: FlashAttention-2 on
+sm_90 for these shapes), with TFLOP/s from the spec's flop count and the ratio SDPA / ours (above 1:
+ours is faster). Needs a GPU, CuPy and torch. SDPA's causal mask is top-left aligned, as ex14's.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+SHAPES = [  # (name, B, H, Sq, Sk, D, dtype, causal): exercises/ex14_flash_attention/spec.toml [[benchmark]]
+    ("b4h16 s4096 d128", 4, 16, 4096, 4096, 128, "float16", 0),
+    ("b4h16 s4096 d128 causal", 4, 16, 4096, 4096, 128, "float16", 1),
+    ("b4h16 s4096 d64", 4, 16, 4096, 4096, 64, "float16", 0),
+    ("b4h16 s4096 d128 bf16", 4, 16, 4096, 4096, 128, "bfloat16", 0),
+    ("b2h8 s3001x5003 d128 causal", 2, 8, 3001, 5003, 128, "float16", 1),
+]
+
+
+def median_ms(fn, reps: int) -> float:
+    import torch
+    for _ in range(3):
+        fn()
+    times = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b))
+    return statistics.median(times)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--reps", type=int, default=20)
+    args = ap.parse_args()
+    import cupy as cp
+    import torch
+    import torch.nn.functional as F
+    spec = importlib.util.spec_from_file_location("ex14_ref", ROOT / "solutions/ex14_flash_attention/solution.py")
+    ref = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ref)
+    print(f"{'shape':<30} {'ours ms':>8} {'sdpa ms':>8} {'ours TF/s':>9} {'sdpa TF/s':>9} {'sdpa/ours':>9}")
+    for name, B, H, Sq, Sk, D, dt, causal in SHAPES:
+        tdt = getattr(torch, dt)
+        q = torch.randn(B, H, Sq, D, device="cuda", dtype=tdt)
+        k = torch.randn(B, H, Sk, D, device="cuda", dtype=tdt)
+        v = torch.randn(B, H, Sk, D, device="cuda", dtype=tdt)
+        o = torch.empty(B, H, Sq, D, device="cuda", dtype=torch.float32)
+        lse = torch.empty(B, H, Sq, device="cuda", dtype=torch.float32)
+        view = (lambda t: cp.asarray(t.view(torch.uint16))) if dt == "bfloat16" else cp.asarray
+        cq, ck, cv, co, cl = view(q), view(k), view(v), cp.asarray(o), cp.asarray(lse)
+        stream = cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
+        with stream:
+            ours = median_ms(lambda: ref.solve(cq, ck, cv, causal, co, cl), args.reps)
+        err = (o - F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal)).float()).abs().max().item()
+        sdpa = median_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal)), args.reps)
+        flops = (2 if causal else 4) * B * H * Sq * Sk * D
+        print(f"{name:<30} {ours:>8.3f} {sdpa:>8.3f} {flops / ours / 1e9:>9.1f} {flops / sdpa / 1e9:>9.1f} "
+              f"{sdpa / ours:>9.2f}   max|ours-sdpa| {err:.2e}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
