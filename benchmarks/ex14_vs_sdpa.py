@@ -2,11 +2,12 @@
 
     python3 benchmarks/ex14_vs_sdpa.py [--reps 20]
 
-For each of ex14's benchmark shapes (fp16; bf16 for the bf16 shape): the median of ``--reps`` CUDA-event
-timings (ms, one call each, after 3 warm-up calls) of solutions/ex14_flash_attention's solve and of
-torch.nn.functional.scaled_dot_product_attention (PyTorch picks its backend: FlashAttention-2 on
-sm_90 for these shapes), with TFLOP/s from the visible scores (4 D FLOPs each) and the ratio SDPA / ours (above 1:
-ours is faster). Needs a GPU, CuPy and torch. SDPA's causal mask is top-left aligned, as ex14's.
+For each of ex14's benchmark shapes, read from its spec.toml (dims, dtype, causal, FLOPs: the visible
+scores, 4 D each): the median of ``--reps`` CUDA-event timings (ms, one call each, after 3 warm-up
+calls) of solutions/ex14_flash_attention's solve and of
+torch.nn.functional.scaled_dot_product_attention (PyTorch picks its backend; at 450-660 TFLOP/s on
+the H200 it is not FlashAttention-2), with TFLOP/s and the ratio SDPA / ours (above 1: ours is
+faster). Needs a GPU, CuPy and torch. SDPA's causal mask is top-left aligned, as ex14's.
 """
 from __future__ import annotations
 
@@ -19,22 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-SHAPES = [  # (name, B, H, Sq, Sk, D, dtype, causal): exercises/ex14_flash_attention/spec.toml [[benchmark]]
-    ("b4h16 s4096 d128", 4, 16, 4096, 4096, 128, "float16", 0),
-    ("b4h16 s4096 d128 causal", 4, 16, 4096, 4096, 128, "float16", 1),
-    ("b4h16 s4096 d64", 4, 16, 4096, 4096, 64, "float16", 0),
-    ("b4h16 s4096 d128 bf16", 4, 16, 4096, 4096, 128, "bfloat16", 0),
-    ("b2h8 s3001x5003 d128 causal", 2, 8, 3001, 5003, 128, "float16", 1),
-]
-
-
-def visible_scores(sq: int, sk: int, causal: int) -> int:
-    """Scores a row-wise attention computes: every (query, key) pair, or, causal (top-left
-    aligned), sum over queries i of min(i + 1, Sk)."""
-    if not causal:
-        return sq * sk
-    diag = min(sq, sk)
-    return diag * (diag + 1) // 2 + (sq - diag) * sk
+EXERCISE = ROOT / "exercises" / "ex14_flash_attention"
 
 
 def median_ms(fn, reps: int) -> float:
@@ -59,11 +45,16 @@ def main() -> int:
     import cupy as cp
     import torch
     import torch.nn.functional as F
-    spec = importlib.util.spec_from_file_location("ex14_ref", ROOT / "solutions/ex14_flash_attention/solution.py")
-    ref = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(ref)
+    from grader.spec import load_spec
+    spec = load_spec(EXERCISE / "spec.toml")
+    mod = importlib.util.spec_from_file_location("ex14_ref", ROOT / "solutions/ex14_flash_attention/solution.py")
+    ref = importlib.util.module_from_spec(mod)
+    mod.loader.exec_module(ref)
     print(f"{'shape':<30} {'ours ms':>8} {'sdpa ms':>8} {'ours TF/s':>9} {'sdpa TF/s':>9} {'sdpa/ours':>9}")
-    for name, B, H, Sq, Sk, D, dt, causal in SHAPES:
+    for bench in spec.benchmarks:
+        name, dims, dt = bench.name, bench.as_dict(), dict(bench.types)["T"]
+        B, H, Sq, Sk, D = (dims[k] for k in ("B", "H", "Sq", "Sk", "D"))
+        causal = int(spec.values["causal"][bench.distribution("causal")].param("value"))
         tdt = getattr(torch, dt)
         q = torch.randn(B, H, Sq, D, device="cuda", dtype=tdt)
         k = torch.randn(B, H, Sk, D, device="cuda", dtype=tdt)
@@ -77,7 +68,7 @@ def main() -> int:
             ours = median_ms(lambda: ref.solve(cq, ck, cv, causal, co, cl), args.reps)
         err = (o - F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal)).float()).abs().max().item()
         sdpa = median_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal)), args.reps)
-        flops = 4 * B * H * D * visible_scores(Sq, Sk, causal)
+        flops = bench.flops.evaluate(dims)
         print(f"{name:<30} {ours:>8.3f} {sdpa:>8.3f} {flops / ours / 1e9:>9.1f} {flops / sdpa / 1e9:>9.1f} "
               f"{sdpa / ours:>9.2f}   max|ours-sdpa| {err:.2e}")
     return 0
