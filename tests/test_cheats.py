@@ -52,9 +52,9 @@ HOST_PROFILE = replace(PROFILES["quick"], examples=6, max_elements=2**13)
 # The host backend times Python calls over a socket on a CPU that CI shares: 0.5 ms per call of
 # slack (the GPU default is 0.05); the timing cheats here hide 2-4 ms per call.
 HOST_POLICY = StopPolicy(min_samples=5, max_samples=20, max_seconds=0.3, warmup_ms=1, outside_slack_ms=0.5)
-# The first call of a host round runs about 4x the others (35-90 us against 10-20 us measured on
-# this 2-core CI machine, 2026-12-02: the worker was just resumed with cold CPU caches), which
-# crosses the GPU's 50 us floor of the uneven-round check on a slow or loaded machine (CI, ad776d1:
+# The first call of a host round runs about 4x the others (median 57 us against 13 us, measured on
+# a 2-core machine like CI's, 2026-12-02, benchmarks/RESULTS.md; probably cold caches: the worker
+# was just resumed), which crosses the GPU's 50 us floor of the uneven-round check on a slow or loaded machine (CI, ad776d1:
 # the honest ex91 reference flagged). Host grades use a 0.5 ms floor, like their outside slack; the
 # host cheat this check catches (ex90_add/batch_sets_first_call) spends 1 ms per set, 3 ms or more,
 # in its first call and almost nothing in the others.
