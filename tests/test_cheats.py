@@ -54,10 +54,10 @@ HOST_PROFILE = replace(PROFILES["quick"], examples=6, max_elements=2**13)
 HOST_POLICY = StopPolicy(min_samples=5, max_samples=20, max_seconds=0.3, warmup_ms=1, outside_slack_ms=0.5)
 # The first call of a host round runs about 4x the others (median 57 us against 13 us, measured on
 # a 2-core machine like CI's, 2026-12-02, benchmarks/RESULTS.md; probably cold caches: the worker
-# was just resumed), which crosses the GPU's 50 us floor of the uneven-round check on a slow or loaded machine (CI, ad776d1:
-# the honest ex91 reference flagged). Host grades use a 0.5 ms floor, like their outside slack; the
-# host cheat this check catches (ex90_add/batch_sets_first_call) spends 1 ms per set, 3 ms or more,
-# in its first call and almost nothing in the others.
+# was just resumed), which crosses the GPU's 50 us floor of the uneven-round check on a slow or
+# loaded machine (CI, ad776d1: the honest ex91 reference flagged). Host grades use a 0.5 ms floor,
+# like their outside slack; the host cheat this check catches (ex90_add/batch_sets_first_call)
+# spends 1 ms per set, 3 ms or more, in its first call and almost nothing in the others.
 HOST_UNEVEN_MIN_MS = 0.5
 GPU_PROFILE = replace(PROFILES["quick"], examples=10)
 GPU_POLICY = StopPolicy(min_samples=10, max_samples=60, max_seconds=1.0, warmup_ms=10)
