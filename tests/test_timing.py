@@ -143,6 +143,15 @@ def test_batched_work_gains_nothing_and_is_flagged() -> None:
     assert not ref.uneven
 
 
+@pytest.mark.parametrize("floor_ms, flagged", [(0.05, True), (0.5, False)])
+def test_the_uneven_check_has_the_policys_floor(floor_ms: float, flagged: bool) -> None:
+    """A first call of 0.2 ms against 0.02 ms for the others: uneven above a 0.05 ms floor (the
+    GPU's), a cold first call below a 0.5 ms one (the host backend's, StopPolicy.uneven_min_ms)."""
+    first_slow = ContestantTiming("submission", [([0.2, 0.02, 0.02], 0.3)] * 8)
+    (sub,) = finalize([first_slow], uneven_min_ms=floor_ms)
+    assert sub.uneven is flagged
+
+
 def test_failed_baseline_falls_back_to_the_absolute_bound() -> None:
     sub, ref = finalize([timing("submission", 0.5, 1.0), timing("reference", 1.0, 0.0, failure="crash: x")])
     assert not sub.outside_events and sub.time_ms == 0.5  # 1 ms <= 3 * 0.5 ms absolute
