@@ -595,3 +595,27 @@ def test_scheduling_state_reads_names_and_skips_exited_processes():
     assert SchedulingState.read(gone.pid) is None
     assert NotedProcess(gone.pid, "gone", {gone.pid: me}).changes() == []
     assert scheduling_changes() == []
+
+
+def test_what_cannot_be_put_back_is_said_once(monkeypatch):
+    """Unprivileged, a raised nice value (or SCHED_IDLE) cannot be undone: the change is still
+    reported, with what could not be put back, and then noted as it is, so that it is said once."""
+    import errno
+    import subprocess
+    import sys
+    from grader.sandbox.watch import NotedProcess
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        noted = NotedProcess.note(child.pid, "the test's child")
+        os.setpriority(os.PRIO_PROCESS, child.pid, os.getpriority(os.PRIO_PROCESS, child.pid) + 5)
+
+        def refuse(*args):
+            raise PermissionError(errno.EPERM, os.strerror(errno.EPERM))
+        monkeypatch.setattr(os, "setpriority", refuse)
+        changes = noted.changes()
+        assert len(changes) == 1 and changes[0].startswith(f"the test's child (pid {child.pid}): nice ")
+        assert "; not put back: nice " in changes[0] and "(Operation not permitted)" in changes[0], changes
+        assert noted.changes() == []
+    finally:
+        child.kill()
+        child.wait()

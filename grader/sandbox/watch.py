@@ -445,7 +445,8 @@ class SchedulingState:
                     lambda: os.sched_setaffinity(self.tid, self.affinity))
         if self.cgroup != current.cgroup:
             def move() -> None:
-                for procs in _cgroup_folders("\n".join(set(self.cgroup.splitlines()) - set(current.cgroup.splitlines()))):
+                lost = set(self.cgroup.splitlines()) - set(current.cgroup.splitlines())
+                for procs in _cgroup_folders("\n".join(lost)):
                     procs.write_text(str(self.tid if pid is None else pid))
             attempt(self.differences(replace(self, cgroup=current.cgroup))[0], move)
         if (self.policy, self.priority) != (current.policy, current.priority):
