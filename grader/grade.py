@@ -33,9 +33,10 @@ from grader.timing import (BASELINE, OUTSIDE_SHARE, REFERENCE, UNEVEN_RATIO, Bin
 
 BASELINE_SUBMISSION = Path(__file__).resolve().parent / "sandbox" / "noop"
 # Failures while timing that fail correctness too (see grader.timing.ContestantTiming.failure_kind).
-TIMING_FAILS_CORRECTNESS = ("wrong", "forbidden_library", "foreign_kernel", "host_memory_limit",
+TIMING_FAILS_CORRECTNESS = ("wrong", "forbidden_library", "foreign_kernel", "tampered", "host_memory_limit",
                             "device_memory_limit", "malformed_times")
-REFUSED_KINDS = ("forbidden_library", "foreign_kernel")   # not the submission's own work: no further cases
+# not the submission's own work, or it tampered with the grader's processes: no further cases
+REFUSED_KINDS = ("forbidden_library", "foreign_kernel", "tampered")
 MAX_TIMEOUTS = 2       # time-outs before no further case is run
 MAX_FAILED_RUNS = 25   # failing runs (edge cases and shrinking steps together) before stopping
 CASE_BUDGET_SHARE = 0.6  # share of [limits] total_s the correctness cases may use
@@ -209,13 +210,16 @@ class Grader:
         """The kernels of the submission's own (of its worker's last start; none before it started)."""
         return self.worker.own_kernels or OwnKernels(frozenset(), frozenset())
 
-    def _worker(self, folder: Path, trusted: bool = False) -> Worker:
+    def _worker(self, folder: Path, trusted: bool = False, label: str = "") -> Worker:
+        """A worker for ``folder`` with this exercise's limits: the submission's (isolated, its
+        kernels checked) or, ``trusted``, the reference's or the baseline's (``label`` names it in
+        messages, e.g. "the baseline worker")."""
         lim = self.spec.limits
         return Worker(WorkerConfig(self.backend.name, folder, self.spec.compile_options, self.arg_names,
                                    lim.compile_s, lim.case_s, int(lim.host_memory_gib * 2**30),
                                    int(lim.device_memory_gib * 2**30), self.spec.forbidden_libraries,
                                    () if trusted else self.hidden_folders(), trusted,
-                                   None if trusted else self.kernel_policy))
+                                   None if trusted else self.kernel_policy, label))
 
     # -- correctness ------------------------------------------------------------------------------
     def release(self, instance: Instance, *workers: Worker | None) -> Outcome | None:
@@ -569,7 +573,7 @@ def grade(spec: Spec, submission: Path, options: GradeOptions, backend: Backend,
             if options.reference is not None:
                 other_dirs.insert(0, (REFERENCE, options.reference.resolve()))
             for name, folder in other_dirs:
-                w = g._worker(folder, trusted=True)  # noqa: SLF001
+                w = g._worker(folder, trusted=True, label=f"the {name} worker")  # noqa: SLF001
                 others.append((name, w))
                 w_start = w.ensure()
                 if not w_start.ok:

@@ -45,7 +45,7 @@ EXPECT = ("incorrect", "flag", "zero_performance", "rejected", "no_gain")
 BACKENDS = ("host", "cuda")
 KEYS = {"tries", "backend", "exercise", "expect", "detected_by"}
 # Case statuses that are a refusal rather than a wrong answer.
-REFUSALS = {"forbidden", "forbidden_library", "foreign_kernel", "required"}
+REFUSALS = {"forbidden", "forbidden_library", "foreign_kernel", "tampered", "required"}
 
 HOST_PROFILE = replace(PROFILES["quick"], examples=6, max_elements=2**13)
 # The host backend times Python calls over a socket on a CPU that CI shares: 0.5 ms per call of

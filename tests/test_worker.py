@@ -1,6 +1,7 @@
 """The worker's isolation, exercised with CPU-side fake submissions (host backend, numpy arrays)."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -473,3 +474,148 @@ def test_a_worker_whose_processes_never_settle_is_killed_and_reported_as_a_crash
         assert not out.ok and out.kind == "crash" and "kept changing" in out.message
     finally:
         w.close()
+
+
+# -- the grader's own processes: a submission must not change how they are scheduled ----------------
+TWO_CPUS = len(os.sched_getaffinity(0)) >= 2
+
+
+def _trusted(tmp_path: Path, name: str = "ref") -> Worker:
+    return Worker(WorkerConfig("host", make_submission(tmp_path, ADD, name), (), ("a", "b", "c"), 20.0, 5.0,
+                               trusted=True, label=f"the {name} worker"))
+
+
+def _change(target: int, change: str) -> str:
+    """Python lines that make ``change`` to process ``target`` (its main thread)."""
+    return {
+        "affinity": f"os.sched_setaffinity({target}, {{min(os.sched_getaffinity({target}))}})",
+        "idle": f"os.sched_setscheduler({target}, os.SCHED_IDLE, os.sched_param(0))",
+        "nice": f"os.setpriority(os.PRIO_PROCESS, {target}, os.getpriority(os.PRIO_PROCESS, {target}) + 5)",
+    }[change]
+
+
+@pytest.mark.skipif(not TWO_CPUS, reason="changing a CPU affinity needs two CPUs")
+@pytest.mark.parametrize("target, change, when, words", [
+    ("grader", "affinity", "solve", "the grading process (pid {pid}): CPU affinity {all} -> {first}"),
+    ("grader", "affinity", "import", "the grading process (pid {pid}): CPU affinity {all} -> {first}"),
+    ("grader thread", "affinity", "solve", "the grading process (pid {pid}, thread {tid}): CPU affinity"),
+    ("trusted", "affinity", "solve", "the ref worker (pid {pid}): CPU affinity {all} -> {first}"),
+    ("trusted", "idle", "solve", "the ref worker (pid {pid}): scheduling policy SCHED_OTHER -> SCHED_IDLE"),
+    ("trusted", "nice", "solve", "the ref worker (pid {pid}): nice {nice} -> {nice5}"),
+])
+def test_a_submission_that_changes_the_graders_processes_is_refused(tmp_path, arrays, target, change, when, words):
+    """A submission's worker runs as the grader's user, so it may call sched_setaffinity,
+    sched_setscheduler or setpriority on the grading process or a trusted worker (the reference,
+    the baseline: a pinned or idled baseline raises the time allowed outside the events). The
+    request it did that in fails as "tampered", naming the change, and the change is put back
+    (as root, everything; unprivileged, what the kernel allows, the rest said)."""
+    import threading
+    from grader.sandbox.watch import SchedulingState
+    ref = _trusted(tmp_path)
+    spare = threading.Event()
+    helper = threading.Thread(target=spare.wait, daemon=True)   # a thread of the grading process's own
+    helper.start()
+    try:
+        assert ref.ensure().ok
+        pid = {"grader": os.getpid(), "grader thread": helper.native_id, "trusted": ref.proc.pid}[target]
+        before = SchedulingState.read(pid, ref.proc.pid if target == "trusted" else os.getpid())
+        lines = f"import os\n{_change(pid, change)}\n" if when == "import" else "import os\n"
+        body = lines + "def solve(a, b, c):\n    c[...] = a + b\n" + (
+            f"    {_change(pid, change)}\n" if when == "solve" else "")
+        w = start(make_submission(tmp_path, body))
+        try:
+            out = w.ensure()
+            if when == "solve":
+                assert out.ok, out
+                out = run(w, arrays)
+            assert not out.ok and out.kind == "tampered", out
+            cpus = sorted(before.affinity)
+            want = words.format(pid=pid if target != "grader thread" else os.getpid(), tid=pid, first=f"{{{cpus[0]}}}",
+                                all=f"{{{cpus[0]}..{cpus[-1]}}}" if len(cpus) > 1 else f"{{{cpus[0]}}}",
+                                nice=before.nice, nice5=min(19, before.nice + 5))
+            assert want in out.message and "grade again alone" in out.message, out.message
+            assert not w.alive
+            after = SchedulingState.read(pid, ref.proc.pid if target == "trusted" else os.getpid())
+            if "not put back" not in out.message:
+                assert after == before
+            assert after.affinity == before.affinity   # an affinity can always be put back
+            assert run(ref, arrays).ok   # the trusted worker is not blamed: it goes on
+        finally:
+            w.close()
+    finally:
+        spare.set()
+        ref.close()
+
+
+def test_an_honest_submission_is_not_taken_for_tampering(tmp_path, arrays):
+    """No false alarm: a submission may change its own process's scheduling and resource limits
+    (NVRTC raises its own RLIMIT_STACK to unlimited when it compiles) and start threads, while
+    the grading process and a trusted worker run on unchanged."""
+    ref = _trusted(tmp_path)
+    body = """
+    import os, resource, threading
+    resource.setrlimit(resource.RLIMIT_STACK, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+    def solve(a, b, c):
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+        os.setpriority(os.PRIO_PROCESS, 0, 3)
+        soft, hard = resource.getrlimit(resource.RLIMIT_STACK)
+        resource.setrlimit(resource.RLIMIT_STACK, (hard, hard))
+        threading.Thread(target=lambda: None).start()
+        c[...] = a + b
+    """
+    try:
+        assert ref.ensure().ok
+        w = start(make_submission(tmp_path, body))
+        try:
+            assert w.ensure().ok
+            for _ in range(5):
+                out = run(w, arrays)
+                assert out.ok, out
+                assert run(ref, arrays).ok
+            assert w.request({"op": "time", "order": [0], "flush_bytes": 0}, 5).kind != "tampered"
+        finally:
+            w.close()
+    finally:
+        ref.close()
+
+
+def test_scheduling_state_reads_names_and_skips_exited_processes():
+    import subprocess
+    import sys
+    from grader.sandbox.supervisor import scheduling_changes
+    from grader.sandbox.watch import NotedProcess, SchedulingState
+    me = SchedulingState.read(os.getpid())
+    assert me is not None and me.affinity == frozenset(os.sched_getaffinity(0))
+    other = SchedulingState(me.tid, frozenset({0, 1, 2, 3, 8}), os.SCHED_IDLE, 0, 7, me.cgroup)
+    assert me.differences(me) == []
+    assert f"nice {me.nice} -> 7" in me.differences(other)
+    assert "-> {0..3, 8}" in me.differences(other)[0]
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    assert SchedulingState.read(gone.pid) is None
+    assert NotedProcess(gone.pid, "gone", {gone.pid: me}).changes() == []
+    assert scheduling_changes() == []
+
+
+def test_what_cannot_be_put_back_is_said_once(monkeypatch):
+    """Unprivileged, a raised nice value (or SCHED_IDLE) cannot be undone: the change is still
+    reported, with what could not be put back, and then noted as it is, so that it is said once."""
+    import errno
+    import subprocess
+    import sys
+    from grader.sandbox.watch import NotedProcess
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        noted = NotedProcess.note(child.pid, "the test's child")
+        os.setpriority(os.PRIO_PROCESS, child.pid, os.getpriority(os.PRIO_PROCESS, child.pid) + 5)
+
+        def refuse(*args):
+            raise PermissionError(errno.EPERM, os.strerror(errno.EPERM))
+        monkeypatch.setattr(os, "setpriority", refuse)
+        changes = noted.changes()
+        assert len(changes) == 1 and changes[0].startswith(f"the test's child (pid {child.pid}): nice ")
+        assert "; not put back: nice " in changes[0] and "(Operation not permitted)" in changes[0], changes
+        assert noted.changes() == []
+    finally:
+        child.kill()
+        child.wait()

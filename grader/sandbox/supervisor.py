@@ -31,6 +31,9 @@ WATCH_INTERVAL_S = 0.05      # how often memory is sampled while the parent wait
 # the polling would take a core from the worker it waits for.
 SPIN_S = 0.02 if (os.cpu_count() or 1) >= 4 else 0.0
 _LIVE_WORKERS: set[int] = set()   # PIDs of this process's running workers (never strays)
+# The grader's own processes whose scheduling a submission must not change: this process and its
+# trusted workers, by PID (see note_grading_process, Worker._start, scheduling_changes).
+_NOTED: dict[int, watch.NotedProcess] = {}
 _CONTINUED = [0]                   # SIGCONTs this process received: someone stopped it
 
 
@@ -42,6 +45,34 @@ def times_continued() -> int:
     """How often this process was continued after a stop (SIGSTOP/SIGCONT from another process,
     or shell job control). A grade during which this changes may have run with its clock stopped."""
     return _CONTINUED[0]
+
+
+def note_grading_process() -> None:
+    """Note how this (the grading) process's threads are scheduled now (see
+    :class:`watch.NotedProcess`): a submission's worker of the same user must not change it. Done
+    when a submission's worker is set up (once per grade), so a change an earlier grade could not
+    put back is not held against a later one."""
+    _NOTED[os.getpid()] = watch.NotedProcess.note(os.getpid(), "the grading process")
+
+
+def scheduling_changes() -> list[str]:
+    """What changed in the scheduling (CPU affinity, policy, nice, cgroup) of the grader's noted
+    processes since they were noted, one line per changed thread; each change is put back where
+    this process may (what could not be is said in its line). Processes that have exited are
+    skipped. A few system calls and /proc reads per thread: tens of microseconds per process."""
+    out: list[str] = []
+    for noted in list(_NOTED.values()):
+        out += noted.changes()
+    return out
+
+
+def tampered_message(changes: list[str]) -> str:
+    """The message of a "tampered" Outcome for ``changes`` (see :func:`scheduling_changes`)."""
+    return (f"while the submission ran, the scheduling of the grader's own processes changed: {'; '.join(changes)}. "
+            f"A submission must not touch processes other than its own (their CPU affinity, scheduling policy, nice "
+            f"value or cgroup set the harness's own times); what this process may put back was put back; the "
+            f"worker was killed. If this was not the submission (another program of this user, or a grade running "
+            f"at the same time), grade again alone")
 
 
 def _watch_sigcont() -> None:
@@ -66,6 +97,7 @@ KIND_TEXT = {
     "device_memory_limit": "device memory limit exceeded",
     "forbidden_library": "forbidden library loaded",
     "foreign_kernel": "a kernel that is not the submission's ran",
+    "tampered": "the grader's own processes were tampered with",
     "grader_error": "grader error",
 }
 
@@ -101,6 +133,7 @@ class WorkerConfig:
     hide: tuple[str, ...] = ()     # folders the worker must not see (see grader.sandbox.isolation)
     trusted: bool = False          # the reference or the baseline: not isolated, made non-dumpable
     kernel_policy: kernel_trace.KernelPolicy | None = None   # what a graded call may run (None: not checked)
+    label: str = ""                # how messages name a trusted worker ("the baseline worker"); default: its folder
 
 
 # Requests before any call of solve: kernels traced in their wake (the grader's own start-up work,
@@ -225,6 +258,8 @@ class Worker:
         self._carried: list[kernel_trace.Launch] = []  # traced after an ungraded request's flush (see _foreign_kernels)
         watch.protect_parent()
         _watch_sigcont()
+        if not config.trusted:
+            note_grading_process()
 
     # -- lifecycle --------------------------------------------------------------------------------
     @property
@@ -263,6 +298,7 @@ class Worker:
                 self.isolation = self.view.describe()
             else:
                 self.isolation = f"none: {reason}"
+        inherited = self._inherited() if self.config.trusted else None
         try:
             self.proc = subprocess.Popen(
                 command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, pass_fds=tuple(pass_fds),
@@ -275,6 +311,11 @@ class Worker:
         self.sock = parent
         self.starts += 1
         _LIVE_WORKERS.add(self.proc.pid)
+        if inherited is not None:   # noted as it must be from its first instant, not as read later: a
+            # submission's thread may change it before the worker has even started
+            pid = self.proc.pid
+            label = self.config.label or f"the trusted worker of {self.config.submission.name}"
+            _NOTED[pid] = watch.NotedProcess(pid, label, {pid: replace(inherited, tid=pid)})
         self._killed_because = ""
         self.baseline_libraries = None
         hello = self.request({"op": "hello"}, self.config.compile_s, "[limits] compile_s")
@@ -309,6 +350,19 @@ class Worker:
             out = replace(out, message=import_hang_message(self.config.compile_s, out.detail, self.config.submission))
         return out
 
+    @staticmethod
+    def _inherited() -> watch.SchedulingState | None:
+        """How a trusted worker must be scheduled from its start: as the thread that starts it is
+        (a child inherits its affinity, policy, nice value and cgroup), as that thread was noted
+        (:func:`note_grading_process`) where it was, so that a change already made to the grading
+        process is not passed on unseen; None when that thread cannot be read."""
+        import threading
+        me, tid = os.getpid(), threading.get_native_id()
+        noted = _NOTED.get(me)
+        if noted is not None and (tid in noted.threads or me in noted.threads):
+            return noted.threads.get(tid) or noted.threads[me]
+        return watch.SchedulingState.read(tid, me)
+
     def _view(self, cache: Path, tracer_folders: tuple[str, ...]) -> isolation.View:
         """The submission worker's filesystem view: hidden are the configured folders, the grader's
         own checkout when it is a course (it holds solutions/ or exercises/), the grader user's home
@@ -342,6 +396,7 @@ class Worker:
         subreaper); then look for strays (watch.stray_processes) and kill them too."""
         if self.proc is not None:
             _LIVE_WORKERS.discard(self.proc.pid)
+            _NOTED.pop(self.proc.pid, None)
             escaped = self._escaped()   # the grader's children: reaped by kill_all
             self._signal_group(signal.SIGKILL)
             watch.kill_all([*escaped, *(p for p in watch.session_members(self.proc.pid) if p != self.proc.pid)])
@@ -460,7 +515,24 @@ class Worker:
         libraries are checked against the forbidden ones. ``limit`` names the limit ``timeout``
         comes from, for the message (e.g. "[limits] case_s"). ``on_reply`` runs as soon as a reply
         has been read (``wall_s`` ends there), before any of the parent's checks after it: a timed
-        round stops the worker and measures the GPU work it left there."""
+        round stops the worker and measures the GPU work it left there.
+
+        After every request to a submission's (untrusted) worker, whatever its outcome, the
+        scheduling of the grader's own processes is checked (:func:`scheduling_changes`, outside
+        ``wall_s``): a change fails the request with kind "tampered" (the worker is killed) and is
+        put back as far as this process may."""
+        out = self._request(message, timeout, limit, on_reply)
+        if self.config.trusted:
+            return out
+        changes = scheduling_changes()
+        if not changes:
+            return out
+        self.kill()
+        return Outcome(False, "tampered", tampered_message(changes), out.detail, wall_s=out.wall_s)
+
+    def _request(self, message: dict[str, Any], timeout: float, limit: str = "",
+                 on_reply: Callable[[], None] | None = None) -> Outcome:
+        """:meth:`request` without the check of the grader's own processes."""
         if self.sock is None or self.proc is None:
             if self._killed_because:
                 return Outcome(False, "crash", self._killed_because)

@@ -11,6 +11,8 @@ Everything here reads ``/proc`` (Linux) or NVML in the parent:
   another framework shows up here however it was reached);
 - :func:`stray_processes`: processes a killed worker left behind (a daemon that left the worker's
   session with ``setsid``), by the worker's token in their environment or by re-parenting;
+- :class:`SchedulingState` / :class:`NotedProcess`: the CPU affinity, scheduling policy, nice
+  value and cgroup of the grader's own processes, which a worker of the same user can change;
 - :class:`GpuDrain`: whether any other CUDA context still has work on the GPU (a stopped worker's
   queued kernels keep running: SIGSTOP stops processes, not the GPU).
 """
@@ -20,6 +22,7 @@ import math
 import os
 import signal
 import time
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
@@ -323,3 +326,205 @@ class GpuDrain:
                 return math.inf
         waited = (time.perf_counter() - t0) * 1e3
         return waited if waited >= self.NOISE_MS else 0.0
+
+
+# -- scheduling of the grader's own processes ------------------------------------------------------
+_POLICY_NAMES = {getattr(os, n): n for n in ("SCHED_OTHER", "SCHED_BATCH", "SCHED_IDLE", "SCHED_FIFO", "SCHED_RR",
+                                             "SCHED_DEADLINE") if hasattr(os, n)}
+# policies an unprivileged process may set back (leaving SCHED_IDLE needs RLIMIT_NICE or CAP_SYS_NICE)
+_PLAIN_POLICIES = tuple(getattr(os, n) for n in ("SCHED_OTHER", "SCHED_BATCH") if hasattr(os, n))
+
+
+def _cpus(cpus: frozenset[int]) -> str:
+    """A CPU set in words: ``{0..15}``, ``{0, 2, 4..7}``."""
+    runs: list[str] = []
+    for cpu in sorted(cpus):
+        if runs and runs[-1].split("..")[-1] == str(cpu - 1):
+            runs[-1] = f"{runs[-1].split('..')[0]}..{cpu}"
+        else:
+            runs.append(str(cpu))
+    return "{" + ", ".join(runs) + "}"
+
+
+def _cgroup_folders(cgroup: str) -> list[Path]:
+    """The ``cgroup.procs`` files that put a process back into ``cgroup`` (the text of
+    /proc/PID/cgroup): one per hierarchy, under /sys/fs/cgroup (v2: the root or ``unified``; v1:
+    the folder named by the controllers)."""
+    root = Path("/sys/fs/cgroup")
+    out = []
+    for line in cgroup.splitlines():
+        _, controllers, path = (line.split(":", 2) + ["", ""])[:3]
+        names = [n.removeprefix("name=") for n in controllers.split(",") if n] if controllers else []
+        bases = [root / "unified", root] if not names else [root / ",".join(names), *(root / n for n in names)]
+        base = next((b for b in bases if (b / "cgroup.procs").exists()), None)
+        if base is not None:
+            out.append(base / path.lstrip("/") / "cgroup.procs")
+    return out
+
+
+def _changed_lines(cgroup: str, other: str) -> list[str]:
+    """The lines of ``cgroup`` (/proc/PID/cgroup text) that ``other`` lacks, without the hierarchy
+    number (``memory:/a``, v2: ``:/a``)."""
+    theirs = set(other.splitlines())
+    return [line.split(":", 1)[-1] for line in cgroup.splitlines() if line not in theirs]
+
+
+@dataclass(frozen=True)
+class SchedulingState:
+    """How the kernel schedules one thread (``tid``; a process's main thread has tid == pid): its
+    CPU affinity (CPU numbers), scheduling ``policy`` (``os.SCHED_*``) and static ``priority``
+    (0 for the normal policies), ``nice`` value (-20..19) and ``cgroup`` (the text of
+    /proc/PID/cgroup: the cgroup of every hierarchy; the process's, the same for all its threads).
+
+    A process of the same user can change each of these for another process (sched_setaffinity,
+    sched_setscheduler, setpriority, a write to a cgroup.procs file) whether or not that process
+    is dumpable. Resource limits are left out on purpose: NVRTC raises its own process's
+    RLIMIT_STACK when it compiles."""
+    tid: int
+    affinity: frozenset[int]
+    policy: int
+    priority: int
+    nice: int
+    cgroup: str
+
+    @classmethod
+    def read(cls, tid: int, pid: int | None = None, cgroup: str | None = None) -> "SchedulingState | None":
+        """The state of thread ``tid`` (of process ``pid``, for its cgroup; default: ``tid``), or None
+        when it has exited (or cannot be read at all). ``cgroup``: the process's, when the caller
+        has read it already (:func:`read_cgroup`). Four system calls (a few microseconds) and,
+        without ``cgroup``, one /proc read (tens of microseconds)."""
+        try:
+            affinity = frozenset(os.sched_getaffinity(tid))
+            policy = os.sched_getscheduler(tid)
+            priority = os.sched_getparam(tid).sched_priority
+            nice = os.getpriority(os.PRIO_PROCESS, tid)
+        except (OSError, ValueError):
+            return None
+        if cgroup is None:
+            cgroup = read_cgroup(tid if pid is None else pid)
+            if cgroup is None:
+                return None
+        return cls(tid, affinity, policy, priority, nice, cgroup)
+
+    def differences(self, other: "SchedulingState") -> list[str]:
+        """What changed from this state to ``other``, one phrase each, e.g.
+        ``"CPU affinity {0..15} -> {0}"``; empty when nothing did."""
+        out = []
+        if self.affinity != other.affinity:
+            out.append(f"CPU affinity {_cpus(self.affinity)} -> {_cpus(other.affinity)}")
+        if (self.policy, self.priority) != (other.policy, other.priority):
+            def name(p: int, prio: int) -> str:
+                return _POLICY_NAMES.get(p, f"policy {p}") + (f" priority {prio}" if prio else "")
+            out.append(f"scheduling policy {name(self.policy, self.priority)} -> {name(other.policy, other.priority)}")
+        if self.nice != other.nice:
+            out.append(f"nice {self.nice} -> {other.nice}")
+        if self.cgroup != other.cgroup:
+            was, now = _changed_lines(self.cgroup, other.cgroup), _changed_lines(other.cgroup, self.cgroup)
+            out.append(f"cgroup {' '.join(was) or '(none)'} -> {' '.join(now) or '(none)'}")
+        return out
+
+    def restore(self, current: "SchedulingState", pid: int | None = None) -> list[str]:
+        """Put thread ``tid`` back from ``current`` into this state, as far as this process may:
+        the affinity, the policy (from SCHED_IDLE only with the privilege or RLIMIT_NICE to), the
+        nice value (lowering it needs CAP_SYS_NICE or RLIMIT_NICE) and the cgroup (where this
+        process may write its cgroup.procs; ``pid``: the thread's process, default ``tid``). Returns
+        what could not be put back, in words (each "nice 0 -> 19 (Operation not permitted)");
+        empty when everything was, or when the thread has exited."""
+        failed = []
+
+        def attempt(what: str, fn: Callable[[], object]) -> None:
+            try:
+                fn()
+            except ProcessLookupError:
+                pass
+            except OSError as exc:
+                failed.append(f"{what} ({exc.strerror or exc})")
+
+        if self.affinity != current.affinity:
+            attempt(self.differences(replace(self, affinity=current.affinity))[0],
+                    lambda: os.sched_setaffinity(self.tid, self.affinity))
+        if self.cgroup != current.cgroup:
+            def move() -> None:
+                lost = set(self.cgroup.splitlines()) - set(current.cgroup.splitlines())
+                for procs in _cgroup_folders("\n".join(lost)):
+                    procs.write_text(str(self.tid if pid is None else pid))
+            attempt(self.differences(replace(self, cgroup=current.cgroup))[0], move)
+        if (self.policy, self.priority) != (current.policy, current.priority):
+            attempt(self.differences(replace(self, policy=current.policy, priority=current.priority))[0],
+                    lambda: os.sched_setscheduler(self.tid, self.policy, os.sched_param(self.priority)))
+        if self.nice != current.nice:
+            attempt(self.differences(replace(self, nice=current.nice))[0],
+                    lambda: os.setpriority(os.PRIO_PROCESS, self.tid, self.nice))
+        return failed
+
+
+def read_cgroup(pid: int) -> str | None:
+    """The text of /proc/PID/cgroup (stripped), or None when the process has exited."""
+    try:
+        fd = os.open(f"/proc/{pid}/cgroup", os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        return os.read(fd, 65536).decode(errors="replace").strip()
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def thread_ids(pid: int) -> list[int]:
+    """The thread ids of process ``pid`` (empty when it has exited)."""
+    try:
+        return sorted(int(t) for t in os.listdir(_PROC / str(pid) / "task"))
+    except (OSError, ValueError):
+        return []
+
+
+@dataclass
+class NotedProcess:
+    """A process of the grader's own whose scheduling must not change while a submission runs:
+    ``label`` names it in messages ("the grading process", "the baseline worker"); ``threads`` holds
+    the state of each thread when it was noted. A thread started since is held to the noted state
+    of the main thread (threads inherit their creator's)."""
+    pid: int
+    label: str
+    threads: dict[int, SchedulingState]
+
+    @classmethod
+    def note(cls, pid: int, label: str) -> "NotedProcess":
+        """Note every thread of ``pid`` now (none when it has exited)."""
+        cgroup = read_cgroup(pid)
+        states = {tid: SchedulingState.read(tid, pid, cgroup) for tid in thread_ids(pid)} if cgroup is not None else {}
+        return cls(pid, label, {tid: s for tid, s in states.items() if s is not None})
+
+    def changes(self, restore: bool = True) -> list[str]:
+        """What changed since the process was noted, one line per changed thread (threads and
+        processes that exited are skipped), e.g. "the baseline worker (pid 7, thread 7): CPU
+        affinity {0..15} -> {0}"; with ``restore``, each change is put back where this process
+        may, and what could not be is said ("; not put back: ..."). What could not be put back is
+        noted as it is now, so that it is reported once."""
+        main = self.threads.get(self.pid)
+        cgroup = read_cgroup(self.pid)
+        out: list[str] = []
+        if cgroup is None:   # exited
+            return out
+        for tid in thread_ids(self.pid):
+            was = self.threads.get(tid) or (replace(main, tid=tid) if main is not None else None)
+            # a process's cgroup is said once, with its main thread
+            now = SchedulingState.read(tid, self.pid, cgroup if tid == self.pid or was is None else was.cgroup)
+            if was is None or now is None:
+                continue
+            diff = was.differences(now)
+            if not diff:
+                continue
+            line = f"{self.label} (pid {self.pid}" + (f", thread {tid}" if tid != self.pid else "") + \
+                f"): {', '.join(diff)}"
+            if restore:
+                failed = was.restore(now, self.pid)
+                if failed:
+                    line += f"; not put back: {', '.join(failed)}"
+                    after = SchedulingState.read(tid, self.pid)
+                    if after is not None:
+                        self.threads[tid] = after
+            out.append(line)
+        return out
