@@ -201,6 +201,28 @@ def test_runner_gives_each_argument_its_own_exact_allocation_outputs_poisoned():
     assert [(x["name"], x["bytes"]) for x in allocs] == [("a", 132), ("b", 132), ("c", 132)]
 
 
+def test_runner_stores_a_bfloat16_argument_as_its_uint16_bits():
+    """A bfloat16 case (``--sanitize`` on ex12 with T=bfloat16): the arrays are allocated in the
+    storage dtype (uint16 bits, as the grader's buffers hold them; CuPy has no bfloat16 dtype),
+    hold the encoded drawn values, and the float32 output is still poisoned."""
+    from grader.cases import make_inputs, parse_token
+    from grader.dtypes import decode
+    from grader.sanitize_run import allocate
+    spec = spec_of("ex12_gemm_tensorcore")
+    dims = ",".join(f"{d.name}=16" for d in spec.dims)
+    case = parse_token(spec, f"{dims},T=bfloat16//seed=3")
+    assert case.type_dict == {"T": "bfloat16"}
+    args, allocs = allocate(spec, case, _NumpyAsCupy())
+    a, b, c = (args[spec.arg_order.index(n)] for n in ("a", "b", "c"))
+    want = make_inputs(spec, case, np)
+    assert a.dtype == b.dtype == np.uint16 and c.dtype == np.float32
+    assert np.array_equal(a, want["a"]) and np.array_equal(b, want["b"])
+    assert np.all(np.isfinite(decode(np, a, "bfloat16"))) and np.any(a != 0)
+    assert np.all(c.view(np.uint32) == 0x7FD1DEAD)
+    sizes = {x["name"]: x["bytes"] for x in allocs}
+    assert sizes["a"] == a.size * 2 + 2 * spec.argument("a").offset_elements(case.dim_dict)
+
+
 # -- the command line ----------------------------------------------------------------------------------------
 def test_missing_sanitizer_is_one_line_naming_the_fix(runner, tmp_path, monkeypatch):
     monkeypatch.setattr(san, "CUDA_BIN", tmp_path / "nothing")
