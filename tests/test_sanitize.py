@@ -136,6 +136,11 @@ if os.environ.get("FAKE_LOG"):
 if os.environ.get("FAKE_STATUS"):
     open(status, "w").write(os.environ["FAKE_STATUS"])
 print("a line the submission printed")
+for made, target in ((log, os.environ.get("FAKE_LINK_LOG")), (status, os.environ.get("FAKE_LINK_STATUS"))):
+    if target:  # what a submission can do: it knows both paths and runs as the grader's user
+        if os.path.lexists(made):
+            os.unlink(made)
+        os.symlink(target, made)
 """
 STATUS_OK = {"ok": True, "stage": "done", "sources": [{"file": "kernel.cu", "kernels": ["vector_add"]}],
              "allocations": [{"name": "a", "ptr": 0x7F5E3A000200, "bytes": 4}]}
@@ -178,6 +183,20 @@ def test_a_run_that_times_out_or_never_starts_says_so(fake, monkeypatch):
     r = san.run_tool(fake, "memcheck", spec, FIXTURES / "gpu/oob_read", "n=1/a=0,b=0/seed=0", 30)
     assert r.status == "failed" and r.message == "load: kernel.cu:3: error: x"
     assert san.summary_line(r) == "memcheck: could not run"
+
+
+def test_a_run_reads_its_files_through_its_folder_never_through_a_link(fake, monkeypatch, tmp_path):
+    """The sanitized run (the submission, as the grader's user) replaces the tool's log and its
+    status file with links to a secret: neither is read, so the report's tail cannot show it."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("========= TOPSECRET-91c2\n")
+    monkeypatch.setenv("FAKE_LOG", str(LOGS / "memcheck_oob_read.log"))
+    monkeypatch.setenv("FAKE_LINK_LOG", str(secret))
+    monkeypatch.setenv("FAKE_LINK_STATUS", str(secret))
+    r = san.run_tool(fake, "memcheck", ROOT / "exercises/ex01_vector_add/spec.toml", FIXTURES / "gpu/oob_read",
+                     "n=1/a=0,b=0/seed=0", 30)
+    assert "TOPSECRET" not in f"{r.raw_tail}\n{r.message}\n{r.note}", r
+    assert r.status == "failed" and r.error_count == 0 and "a line the submission printed" in r.raw_tail
 
 
 # -- the runner's arrays (numpy standing in for cupy) -------------------------------------------------------
