@@ -263,7 +263,7 @@ def run_tool(sanitizer: str, tool: str, spec_path: Path, submission: Path, token
         extra.update(status="timeout", message=f"{tool} did not finish within {timeout_s:g} s (the sanitizer slows "
                      "kernels 10-100x; try a smaller --case); what it printed before is shown")
     elif not have_status:
-        why = _tool_error(text) or _last_line(output) or f"exited with status {proc.returncode}"
+        why = _tool_error(text) or _last_line(output) or "it wrote no status and printed nothing"
         extra.update(status="failed", message=f"the sanitized run did not complete: {why}")
     elif not ctx.ok and ctx.stage in ("spec", "case", "load", "inputs"):
         extra.update(status="failed", message=f"{ctx.stage}: {ctx.message}")

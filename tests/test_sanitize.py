@@ -135,7 +135,8 @@ if os.environ.get("FAKE_LOG"):
     shutil.copy(os.environ["FAKE_LOG"], log)
 if os.environ.get("FAKE_STATUS"):
     open(status, "w").write(os.environ["FAKE_STATUS"])
-print("a line the submission printed")
+if not os.environ.get("FAKE_QUIET"):
+    print("a line the submission printed")
 for made, target in ((log, os.environ.get("FAKE_LINK_LOG")), (status, os.environ.get("FAKE_LINK_STATUS"))):
     if target:  # what a submission can do: it knows both paths and runs as the grader's user
         if os.path.lexists(made):
@@ -197,6 +198,14 @@ def test_a_run_reads_its_files_through_its_folder_never_through_a_link(fake, mon
                      "n=1/a=0,b=0/seed=0", 30)
     assert "TOPSECRET" not in f"{r.raw_tail}\n{r.message}\n{r.note}", r
     assert r.status == "failed" and r.error_count == 0 and "a line the submission printed" in r.raw_tail
+
+
+def test_a_run_that_leaves_no_status_log_or_output_is_reported_not_a_grader_crash(fake, monkeypatch):
+    monkeypatch.setenv("FAKE_STATUS", "")
+    monkeypatch.setenv("FAKE_QUIET", "1")
+    r = san.run_tool(fake, "memcheck", ROOT / "exercises/ex01_vector_add/spec.toml", FIXTURES / "gpu/oob_read",
+                     "n=1/a=0,b=0/seed=0", 30)
+    assert r.status == "failed" and "did not complete: it wrote no status and printed nothing" in r.message
 
 
 # -- the runner's arrays (numpy standing in for cupy) -------------------------------------------------------
