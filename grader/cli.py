@@ -145,14 +145,28 @@ def _commands() -> tuple[str, ...]:
 
 
 def _writable(path: str | None, option: str) -> None:
-    """Fail early (before any grading) when a result file could not be written."""
+    """Fail early (before any grading) when a result file could not be written: raises
+    click.BadParameter naming ``option``. Leaves nothing behind: a file that did not exist is
+    created and removed at once (with the folders made for it), so a grade killed before it writes
+    its result leaves no empty file; an existing file is opened for appending and left as it was."""
     if not path:
         return
     p = Path(path)
+    made = [d for d in reversed(p.parent.parents) if not d.exists()] + ([p.parent] if not p.parent.exists() else [])
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
-        with open(p, "a"):
-            pass
+        try:
+            fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:   # someone's file (or a link to one): checked, never changed
+            os.close(os.open(p, os.O_WRONLY | os.O_APPEND))
+        else:
+            os.close(fd)
+            p.unlink()
+            for d in reversed(made):
+                try:
+                    d.rmdir()
+                except OSError:
+                    break
     except OSError as exc:
         raise click.BadParameter(f"cannot write {path}: {exc.strerror or exc}", param_hint=option) from None
 

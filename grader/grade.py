@@ -21,6 +21,7 @@ from grader.cases import Case, Profile, case_strategy, combine_seed, edge_cases,
 from grader.compare import index_overflow_hint
 from grader.device import Ceilings, ClockSampler, ClockState, DeviceInfo, foreign_gpu_processes, gpu_lock
 from grader.instance import Instance, load_oracle
+from grader.kernel import resources_from_reply
 from grader.sandbox.buffers import Arena, Backend, DeviceMemoryError
 from grader.ptx import parse as parse_ptx
 from grader.sandbox.kernel_trace import KernelPolicy, OwnKernels, base_name
@@ -553,7 +554,10 @@ def grade(spec: Spec, submission: Path, options: GradeOptions, backend: Backend,
         if not start.ok:
             text = start.message if start.kind == "compile_error" else f"{KIND_TEXT[start.kind]}: {start.message}"
             return _not_graded(spec, submission, options, start.kind, text, device, started, t0)
-        kernels = tuple(start.data.get("kernels", ()))
+        raw_kernels = start.data.get("kernels", ())
+        kernels = resources_from_reply(raw_kernels)   # the worker's reply: only well-formed entries reach a report
+        listed = len(raw_kernels) if isinstance(raw_kernels, (list, tuple)) else int(bool(raw_kernels))
+        kernels_dropped = listed - len(kernels)
         cases = g.correctness()
         untraced = g.untraced_own_work(cases)
         if untraced:
@@ -617,6 +621,10 @@ def grade(spec: Spec, submission: Path, options: GradeOptions, backend: Backend,
                          f"time limit ([limits] total_s = {spec.limits.total_s:g} s) was spent")
         if performance_block:
             flags.append(performance_block)
+        if kernels_dropped > 0:
+            flags.append(f"the worker's load reply listed {kernels_dropped} malformed kernel resource entr"
+                         f"{'y' if kernels_dropped == 1 else 'ies'} (the grader's worker writes none: was its reply "
+                         f"changed by the submission?); left out of this report")
         for b in bench_results:
             if b.submission.outside_events:
                 flags.append(f"{b.name}: {b.submission.overhead_ms_per_call * 1e3:.0f} us per call ran outside the "

@@ -226,3 +226,36 @@ def resources(path: Path, module: Any) -> list[KernelResources]:
         out.append(KernelResources(name, int(attrs["num_regs"]), int(attrs["shared_size_bytes"]),
                                    int(attrs["local_size_bytes"]), int(attrs["max_threads_per_block"])))
     return out
+
+
+# Bounds on what :func:`resources_from_reply` keeps (a real kernel is far inside them).
+REPLY_MAX_KERNELS = 256
+REPLY_MAX_NAME = 512           # characters of a file or kernel name
+REPLY_MAX_VALUE = 2**32        # registers, bytes or threads
+_REPLY_STR_KEYS = ("file", "name")
+_REPLY_INT_KEYS = ("registers", "shared_bytes", "local_bytes", "max_threads")
+
+
+def resources_from_reply(raw: Any) -> tuple[dict[str, Any], ...]:
+    """The well-formed entries of the kernel list a worker's load reply carries (the worker
+    builds it from :func:`resources`, but submission code runs in that process and can change it):
+    each kept entry is a new dict of exactly ``file`` and ``name`` (non-empty strings of at most
+    REPLY_MAX_NAME characters) and ``registers``, ``shared_bytes``, ``local_bytes`` (bytes per
+    block for shared, per thread for local) and ``max_threads`` (ints, not bools, in
+    [0, REPLY_MAX_VALUE]); extra keys are left out. Anything else (not a list, not a dict, a key
+    missing or of the wrong type, a float, a negative) is dropped, as are entries beyond the first
+    REPLY_MAX_KERNELS. Never raises."""
+    if not isinstance(raw, (list, tuple)):
+        return ()
+    out = []
+    for entry in raw[:REPLY_MAX_KERNELS]:
+        if not isinstance(entry, dict):
+            continue
+        strs = [entry.get(k) for k in _REPLY_STR_KEYS]
+        ints = [entry.get(k) for k in _REPLY_INT_KEYS]
+        if not all(type(v) is str and 0 < len(v) <= REPLY_MAX_NAME for v in strs):
+            continue
+        if not all(type(v) is int and 0 <= v <= REPLY_MAX_VALUE for v in ints):
+            continue
+        out.append({**dict(zip(_REPLY_STR_KEYS, strs)), **dict(zip(_REPLY_INT_KEYS, ints))})
+    return tuple(out)

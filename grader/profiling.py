@@ -243,9 +243,9 @@ def profile(ncu: str, spec: Any, submission: Path, shape: str, token: str, timeo
     Never raises for the submission's or the tool's problems: they are the report's ``message``."""
     import sys
 
-    from grader.sanitize import run_limited
+    from grader.sanitize import read_back, run_limited, work_folder
     groups = spec.profile_metrics or default_groups(spec.ceiling)
-    with tempfile.TemporaryDirectory(prefix="grade-profile-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="grade-profile-") as tmp, work_folder(tmp) as folder:
         work = Path(tmp)
         log, status, out = work / "ncu.csv", work / "status.json", work / "output.txt"
         cwd = work / "cwd"
@@ -253,11 +253,13 @@ def profile(ncu: str, spec: Any, submission: Path, shape: str, token: str, timeo
         cmd = command(ncu, metrics_for(groups), log, Path(spec.path).resolve(), Path(submission).resolve(), token,
                       status, python or sys.executable)
         timed_out, seconds = run_limited(cmd, cwd, out, timeout_s)
-        text = log.read_text(errors="replace") if log.is_file() else ""
-        output = out.read_text(errors="replace") if out.is_file() else ""
+        text = read_back(folder, log.name)      # through the folder's descriptor, never a link (see read_back)
+        output = read_back(folder, out.name)
         try:
-            run = json.loads(status.read_text())
-        except (OSError, ValueError):
+            run = json.loads(read_back(folder, status.name))
+        except ValueError:
+            run = {}
+        if not isinstance(run, dict):
             run = {}
     base = dict(shape=shape, token=token, ncu=ncu, seconds=seconds)
     if timed_out:

@@ -16,18 +16,20 @@ at ...``), and a summary (``ERROR SUMMARY: 1 error`` or ``RACECHECK SUMMARY: 1 h
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
 MEMCHECK_PADDING = 512   # bytes of red zone memcheck adds after each allocation
@@ -197,10 +199,49 @@ def run_limited(cmd: list[str], cwd: Path, output: Path, timeout_s: float) -> tu
     return timed_out, time.perf_counter() - t0
 
 
+@contextlib.contextmanager
+def work_folder(path: str) -> Iterator[int]:
+    """A descriptor of the folder ``path`` (just made by the grader, before any tool runs), for
+    :func:`read_back`; closed on exit. Raises OSError when it cannot be opened."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def read_back(folder_fd: int, name: str, limit: int = OUTPUT_LIMIT_BYTES) -> str:
+    """The text (at most ``limit`` bytes, decoding errors replaced) of the regular file ``name``
+    in the folder ``folder_fd`` (see :func:`work_folder`); "" when it is missing, is not a regular
+    file, or is a symbolic link. The submission runs as the grader's user and knows these paths
+    (its own command line, its parent's): a file read by path could be its link to any file the
+    grader can read (the grader's own /proc/self/environ, which holds GRADER_SECRET), shown in
+    the report's tail. Through the folder's descriptor a renamed or replaced folder is no detour."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=folder_fd)
+    except OSError:
+        return ""
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return ""
+        chunks, left = [], limit
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks).decode(errors="replace")
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
+
+
 def run_tool(sanitizer: str, tool: str, spec_path: Path, submission: Path, token: str, timeout_s: float,
              python: str | None = None) -> SanitizerReport:
     """Run one tool on one case and parse its log. Never raises for the submission's problems."""
-    with tempfile.TemporaryDirectory(prefix="grade-sanitize-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="grade-sanitize-") as tmp, work_folder(tmp) as folder:
         work = Path(tmp)
         log, status, out = work / f"{tool}.log", work / "status.json", work / "output.txt"
         cwd = work / "cwd"
@@ -208,12 +249,12 @@ def run_tool(sanitizer: str, tool: str, spec_path: Path, submission: Path, token
         cmd = command(sanitizer, tool, log, Path(spec_path).resolve(), Path(submission).resolve(), token, status,
                       python)
         timed_out, seconds = run_limited(cmd, cwd, out, timeout_s)
-        text = log.read_text(errors="replace") if log.is_file() else ""
-        output = out.read_text(errors="replace") if out.is_file() else ""
+        text = read_back(folder, log.name)
+        output = read_back(folder, out.name)
         try:
-            ctx = RunContext.from_json(json.loads(status.read_text()))
+            ctx = RunContext.from_json(json.loads(read_back(folder, status.name)))
             have_status = True
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):   # what the run wrote is untrusted
             ctx, have_status = RunContext(ok=False), False
     report = parse_report(tool, text, ctx)
     tail = "\n".join((text.strip() or output.strip()).splitlines()[-TAIL_LINES:])
@@ -222,7 +263,7 @@ def run_tool(sanitizer: str, tool: str, spec_path: Path, submission: Path, token
         extra.update(status="timeout", message=f"{tool} did not finish within {timeout_s:g} s (the sanitizer slows "
                      "kernels 10-100x; try a smaller --case); what it printed before is shown")
     elif not have_status:
-        why = _tool_error(text) or _last_line(output) or f"exited with status {proc.returncode}"
+        why = _tool_error(text) or _last_line(output) or "it wrote no status and printed nothing"
         extra.update(status="failed", message=f"the sanitized run did not complete: {why}")
     elif not ctx.ok and ctx.stage in ("spec", "case", "load", "inputs"):
         extra.update(status="failed", message=f"{ctx.stage}: {ctx.message}")

@@ -46,16 +46,21 @@ class _Status:
 
 def allocate(spec: Any, case: Any, cupy: Any) -> tuple[list[Any], list[dict[str, Any]]]:
     """solve's arguments for ``case``, each array in its own exact-size allocation (with the spec's
-    misaligned offset before the data, so the data still ends where the allocation ends)."""
+    misaligned offset before the data, so the data still ends where the allocation ends), in the
+    storage dtype of its spec dtype (``grader.dtypes.storage_dtype``: a bfloat16 tensor is uint16
+    bits, as the grader's own buffers hold it; its drawn values come encoded from make_inputs).
+    Returns (the arguments in solve's order, each allocation's name, base pointer and bytes).
+    ``cupy`` is the array module (numpy in tests); raises what it raises (out of memory)."""
     from grader.cases import make_inputs
     from grader.compare import poison_value
+    from grader.dtypes import storage_dtype
 
     values = make_inputs(spec, case, cupy)
     dims, types = case.dim_dict, case.type_dict
     arrays: dict[str, Any] = {}
     allocations = []
     for t in (*spec.inputs, *spec.outputs):
-        shape, dtype = t.concrete_shape(dims), t.concrete_dtype(types)
+        shape, dtype = t.concrete_shape(dims), storage_dtype(t.concrete_dtype(types))
         offset = t.offset_elements(dims)
         size = 1
         for s in shape:

@@ -123,6 +123,26 @@ def check_expectation(r: GradeResult, m: dict) -> None:
     assert any(alt in text for alt in m["detected_by"].lower().split(" | ")), f"{m['detected_by']!r} not in:\n{text}"
 
 
+def check_reports(r: GradeResult) -> None:
+    """Every report of a cheat's result renders (text, html, gradescope, junit: no exception, e.g.
+    a KeyError on a kernel entry the worker's reply forged) and its JSON validates against the
+    schema: nothing a submission sends back breaks the report it is graded in."""
+    import json
+
+    import jsonschema
+
+    from grader.cli import EXIT_NOT_GRADED, EXIT_OK
+    from grader.report.formats import FORMATS, render
+    from grader.report.json_report import schema
+    code = EXIT_OK if r.status == "graded" else EXIT_NOT_GRADED
+    texts = {fmt: render(r, fmt, code) for fmt in FORMATS}
+    assert texts["text"].strip()
+    try:
+        jsonschema.validate(json.loads(texts["json"]), schema())
+    except jsonschema.ValidationError as exc:
+        pytest.fail(f"the JSON report does not validate: {exc.message} at {list(exc.absolute_path)}")
+
+
 def files_of(folder: Path) -> set[str]:
     return {str(p.relative_to(folder)) for p in folder.rglob("*")}
 
@@ -209,6 +229,7 @@ def test_host_cheat_is_caught(folder):
     r, left = grade_host(folder, ex / "spec.toml", ref)
     assert files_of(folder) == before, "a cheat wrote into its folder"
     check_expectation(r, m)
+    check_reports(r)
     assert not left, f"processes {left} outlived the grade"
 
 
@@ -220,6 +241,7 @@ def test_the_honest_reference_is_not_flagged(exercise):
     r, left = grade_host(sol, COURSE / "exercises" / exercise / "spec.toml", sol)
     assert r.correct and r.score.performance > 0, result_text(r)
     assert not r.flags and not left, result_text(r)
+    check_reports(r)
 
 
 # -- cuda cheats: on a GPU -------------------------------------------------------------------------------
@@ -231,6 +253,7 @@ def test_cuda_cheat_is_caught(folder):
     r = grade_folder(load_spec(ex / "spec.toml"), folder, backend="cuda",
                      reference=ref if ref.is_dir() else None, profile=GPU_PROFILE, policy=GPU_POLICY)
     check_expectation(r, m)
+    check_reports(r)
 
 
 # -- cuda cheats a compile alone refuses: checked in CI too (NVRTC, no GPU) --------------------------

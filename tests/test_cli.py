@@ -44,6 +44,34 @@ def test_no_gpu_still_writes_the_json_result(runner, no_gpu, tmp_path):
     assert data["status"] == "error" and data["reason_kind"] == "no_gpu" and data["exit_code"] == 4
 
 
+def test_a_grade_stopped_after_the_early_output_check_leaves_no_result_file(runner, tmp_path, monkeypatch):
+    """``--output`` is checked writable before grading; a grade stopped right after that check
+    (killed, interrupted: here load_spec raises KeyboardInterrupt) leaves neither an empty result
+    file nor the folders made for it, and an existing file is left exactly as it was."""
+    from grader import spec
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(spec, "load_spec", stopped)
+    new = tmp_path / "made" / "for it" / "result.json"
+    kept = tmp_path / "kept.json"
+    kept.write_text("an earlier result\n")
+    before = kept.stat()
+    for path in (new, kept):
+        out = runner.invoke(cli.main, ["ex01", "--root", str(ROOT), "--format", "json", "--output", str(path)])
+        assert out.exit_code != 0 and "cannot write" not in out.output, out.output
+    assert not new.exists() and not (tmp_path / "made").exists()
+    assert kept.read_text() == "an earlier result\n" and kept.stat().st_mtime_ns == before.st_mtime_ns
+
+
+def test_an_unwritable_output_is_refused_before_grading(runner, tmp_path):
+    blocker = tmp_path / "a file"
+    blocker.write_text("")
+    out = runner.invoke(cli.main, ["ex01", "--root", str(ROOT), "--output", str(blocker / "result.json")])
+    assert out.exit_code == 2 and "cannot write" in out.output, out.output
+
+
 def test_unknown_exercise_is_a_usage_error(runner):
     out = runner.invoke(cli.main, ["ex99", "--root", str(ROOT)])
     assert out.exit_code == 2 and "no exercise matches 'ex99'" in out.output and "ex07_softmax" in out.output

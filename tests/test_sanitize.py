@@ -135,7 +135,13 @@ if os.environ.get("FAKE_LOG"):
     shutil.copy(os.environ["FAKE_LOG"], log)
 if os.environ.get("FAKE_STATUS"):
     open(status, "w").write(os.environ["FAKE_STATUS"])
-print("a line the submission printed")
+if not os.environ.get("FAKE_QUIET"):
+    print("a line the submission printed")
+for made, target in ((log, os.environ.get("FAKE_LINK_LOG")), (status, os.environ.get("FAKE_LINK_STATUS"))):
+    if target:  # what a submission can do: it knows both paths and runs as the grader's user
+        if os.path.lexists(made):
+            os.unlink(made)
+        os.symlink(target, made)
 """
 STATUS_OK = {"ok": True, "stage": "done", "sources": [{"file": "kernel.cu", "kernels": ["vector_add"]}],
              "allocations": [{"name": "a", "ptr": 0x7F5E3A000200, "bytes": 4}]}
@@ -180,6 +186,28 @@ def test_a_run_that_times_out_or_never_starts_says_so(fake, monkeypatch):
     assert san.summary_line(r) == "memcheck: could not run"
 
 
+def test_a_run_reads_its_files_through_its_folder_never_through_a_link(fake, monkeypatch, tmp_path):
+    """The sanitized run (the submission, as the grader's user) replaces the tool's log and its
+    status file with links to a secret: neither is read, so the report's tail cannot show it."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("========= TOPSECRET-91c2\n")
+    monkeypatch.setenv("FAKE_LOG", str(LOGS / "memcheck_oob_read.log"))
+    monkeypatch.setenv("FAKE_LINK_LOG", str(secret))
+    monkeypatch.setenv("FAKE_LINK_STATUS", str(secret))
+    r = san.run_tool(fake, "memcheck", ROOT / "exercises/ex01_vector_add/spec.toml", FIXTURES / "gpu/oob_read",
+                     "n=1/a=0,b=0/seed=0", 30)
+    assert "TOPSECRET" not in f"{r.raw_tail}\n{r.message}\n{r.note}", r
+    assert r.status == "failed" and r.error_count == 0 and "a line the submission printed" in r.raw_tail
+
+
+def test_a_run_that_leaves_no_status_log_or_output_is_reported_not_a_grader_crash(fake, monkeypatch):
+    monkeypatch.setenv("FAKE_STATUS", "")
+    monkeypatch.setenv("FAKE_QUIET", "1")
+    r = san.run_tool(fake, "memcheck", ROOT / "exercises/ex01_vector_add/spec.toml", FIXTURES / "gpu/oob_read",
+                     "n=1/a=0,b=0/seed=0", 30)
+    assert r.status == "failed" and "did not complete: it wrote no status and printed nothing" in r.message
+
+
 # -- the runner's arrays (numpy standing in for cupy) -------------------------------------------------------
 class _NumpyAsCupy:
     cuda = types.SimpleNamespace(runtime=types.SimpleNamespace(deviceSynchronize=lambda: None))
@@ -199,6 +227,28 @@ def test_runner_gives_each_argument_its_own_exact_allocation_outputs_poisoned():
     assert np.array_equal(a, want["a"]) and np.array_equal(b, want["b"])
     assert c.shape == (33,) and np.all(c.view(np.uint32) == 0x7FD1DEAD)
     assert [(x["name"], x["bytes"]) for x in allocs] == [("a", 132), ("b", 132), ("c", 132)]
+
+
+def test_runner_stores_a_bfloat16_argument_as_its_uint16_bits():
+    """A bfloat16 case (``--sanitize`` on ex12 with T=bfloat16): the arrays are allocated in the
+    storage dtype (uint16 bits, as the grader's buffers hold them; CuPy has no bfloat16 dtype),
+    hold the encoded drawn values, and the float32 output is still poisoned."""
+    from grader.cases import make_inputs, parse_token
+    from grader.dtypes import decode
+    from grader.sanitize_run import allocate
+    spec = spec_of("ex12_gemm_tensorcore")
+    dims = ",".join(f"{d.name}=16" for d in spec.dims)
+    case = parse_token(spec, f"{dims},T=bfloat16//seed=3")
+    assert case.type_dict == {"T": "bfloat16"}
+    args, allocs = allocate(spec, case, _NumpyAsCupy())
+    a, b, c = (args[spec.arg_order.index(n)] for n in ("a", "b", "c"))
+    want = make_inputs(spec, case, np)
+    assert a.dtype == b.dtype == np.uint16 and c.dtype == np.float32
+    assert np.array_equal(a, want["a"]) and np.array_equal(b, want["b"])
+    assert np.all(np.isfinite(decode(np, a, "bfloat16"))) and np.any(a != 0)
+    assert np.all(c.view(np.uint32) == 0x7FD1DEAD)
+    sizes = {x["name"]: x["bytes"] for x in allocs}
+    assert sizes["a"] == a.size * 2 + 2 * spec.argument("a").offset_elements(case.dim_dict)
 
 
 # -- the command line ----------------------------------------------------------------------------------------

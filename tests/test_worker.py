@@ -619,3 +619,32 @@ def test_what_cannot_be_put_back_is_said_once(monkeypatch):
     finally:
         child.kill()
         child.wait()
+
+
+def test_the_log_is_read_through_its_descriptor_not_a_path_the_worker_can_replace(tmp_path, arrays):
+    """The worker (same uid) finds its log's path in /proc/self/fd/1 and puts a symlink to a secret
+    in its place, then crashes: the crash detail (the log's tail) must not show the secret, and the
+    next start must not write into the link's target."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOPSECRET-6b1d\n")
+    body = f"""
+    import os
+    def solve(a, b, c):
+        print("about to plant the link", flush=True)
+        path = os.readlink("/proc/self/fd/1").removesuffix(" (deleted)")
+        if os.path.lexists(path):
+            os.unlink(path)
+        os.symlink({str(secret)!r}, path)
+        os._exit(3)
+    """
+    w = start(make_submission(tmp_path, body))
+    try:
+        assert w.ensure().ok
+        out = run(w, arrays)
+        assert out.kind == "crash" and "exited with status 3" in out.message, out
+        assert "about to plant the link" in out.detail     # the tail is still the worker's own output
+        assert "TOPSECRET" not in out.detail
+        assert w.ensure().ok and w.starts == 2
+        assert secret.read_text() == "TOPSECRET-6b1d\n"    # the second start did not write through the link
+    finally:
+        w.close()

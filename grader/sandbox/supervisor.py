@@ -17,6 +17,7 @@ import sys
 import tempfile
 import time
 import uuid
+import weakref
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
@@ -227,6 +228,28 @@ def _send(sig: signal.Signals, pids: "tuple[int, ...] | list[int]") -> None:
             pass
 
 
+def _private_log() -> tuple[int, int]:
+    """A new, already unlinked file for a worker's output: (a descriptor to read it, a write-only
+    O_APPEND descriptor to hand to every start of the worker). Raises OSError when no temporary
+    file can be made."""
+    fd, path = tempfile.mkstemp(prefix="grade-worker-", suffix=".log")
+    os.unlink(path)   # before anything else: from here on no name in /tmp leads to it
+    try:   # the same file again, through this process's descriptor (no path a worker could swap)
+        write_fd = os.open(f"/proc/self/fd/{fd}", os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+    except OSError:
+        os.close(fd)
+        raise
+    return fd, write_fd
+
+
+def _close_log(fds: list[int]) -> None:
+    """Close the descriptors of :func:`_private_log` still open in ``fds``, marking them -1."""
+    for i, fd in enumerate(fds):
+        if fd >= 0:
+            os.close(fd)
+            fds[i] = -1
+
+
 class Worker:
     """One worker process for one submission. Not thread-safe; one request at a time."""
 
@@ -234,7 +257,13 @@ class Worker:
         self.config = config
         self.proc: subprocess.Popen | None = None
         self.sock: socket.socket | None = None
-        self.log_path = Path(tempfile.mkstemp(prefix="grade-worker-", suffix=".log")[1])
+        # The worker's stdout/stderr: one file, opened once and unlinked at once, reached only
+        # through descriptors (the worker's, append-only, and the grader's, for reading). A path
+        # in the shared /tmp could be replaced by the worker (same uid) with a symlink to a file
+        # the grader would then read into the report (the reference solution, the worker's own
+        # /proc/self/environ) or hand to the next start for writing.
+        self._log = list(_private_log())    # [read fd, write fd]; -1 once closed
+        weakref.finalize(self, _close_log, self._log)   # a worker dropped without close() leaks no descriptor
         # A fresh, private working directory per worker: what one worker leaves there (a planted
         # `grader` package, say) is never seen by another.
         self.cwd: Path | None = None
@@ -276,7 +305,6 @@ class Worker:
         self.kill()
         self._new_cwd()
         parent, child = socket.socketpair()
-        log = open(self.log_path, "ab")
         command = [sys.executable, *_python_flags(), "-m", "grader.sandbox.worker", str(child.fileno()),
                    self.config.backend]
         cache = worker_kernel_cache(self.cwd, self.config)
@@ -301,11 +329,11 @@ class Worker:
         inherited = self._inherited() if self.config.trusted else None
         try:
             self.proc = subprocess.Popen(
-                command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, pass_fds=tuple(pass_fds),
+                command, stdin=subprocess.DEVNULL, stdout=self._log[1], stderr=subprocess.STDOUT,
+                pass_fds=tuple(pass_fds),
                 env=env, cwd=self.cwd, start_new_session=True, preexec_fn=_limits)
         finally:
             child.close()
-            log.close()
             if self.trace is not None:
                 self.trace.handed_over()
         self.sock = parent
@@ -498,11 +526,19 @@ class Worker:
         if self.cwd is not None:
             shutil.rmtree(self.cwd, ignore_errors=True)
             self.cwd = None
-        self.log_path.unlink(missing_ok=True)
+        _close_log(self._log)
 
     def log_tail(self, lines: int = 15) -> str:
+        """The last ``lines`` lines (of at most the last 8 KiB) of what the worker wrote to its
+        stdout/stderr over all its starts, read through the grader's own descriptor of the log
+        (never by a path the worker could replace); "" once the worker is closed or on a read error."""
+        fd = self._log[0]
+        if fd < 0:
+            return ""
         try:
-            data = self.log_path.read_bytes()[-8192:].decode(errors="replace")
+            size = os.fstat(fd).st_size
+            start = max(0, size - 8192)
+            data = os.pread(fd, size - start, start).decode(errors="replace")
         except OSError:
             return ""
         return "\n".join(data.splitlines()[-lines:])
