@@ -45,6 +45,20 @@ def test_a_correct_fake_writes_the_shared_output(tmp_path, arrays):
         w.close()
 
 
+def test_a_closed_worker_started_again_logs_to_a_new_file(tmp_path, arrays):
+    """close() closes the log's descriptors; a later start opens a new log (a closed one, -1, would
+    be subprocess.PIPE for stdout: a pipe nobody reads, which blocks a talkative worker)."""
+    w = start(make_submission(tmp_path, "def solve(a, b, c):\n    print('said', flush=True)\n    c[...] = a + b\n"))
+    try:
+        assert w.ensure().ok and run(w, arrays).ok
+        w.close()
+        assert w.log_tail() == ""
+        assert w.ensure().ok and run(w, arrays).ok
+        assert w.log_tail().splitlines() == ["said"]
+    finally:
+        w.close()
+
+
 @pytest.mark.parametrize("body, kind, words", [
     ("def solve(a, b, c):\n    raise ValueError('boom')\n", "exception", "ValueError: boom (at solution.py:2 in solve)"),
     ("import os, signal\ndef solve(a, b, c):\n    os.kill(os.getpid(), signal.SIGSEGV)\n", "crash", "SIGSEGV"),

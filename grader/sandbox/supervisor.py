@@ -327,6 +327,8 @@ class Worker:
             else:
                 self.isolation = f"none: {reason}"
         inherited = self._inherited() if self.config.trusted else None
+        if self._log[1] < 0:   # started again after close(): a new log (-1 would be subprocess.PIPE)
+            self._log[:] = _private_log()
         try:
             self.proc = subprocess.Popen(
                 command, stdin=subprocess.DEVNULL, stdout=self._log[1], stderr=subprocess.STDOUT,
