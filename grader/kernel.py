@@ -16,6 +16,7 @@ is loaded and its PTX with line information (:func:`ptx_of_module`): the grader 
 the code that runs. Compiled modules are cached in memory per (path, source, options).
 
 Compile errors raise :class:`CompileError`, whose message lists ``kernel.cu:LINE: error: ...``.
+For TMA kernels, :func:`tensor_map` (from :mod:`grader.tma`) builds the ``CUtensorMap`` argument.
 """
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from grader.tma import TensorMapError, tensor_map  # noqa: F401 - re-exported: solution.py imports them from here
 
 DEFAULT_OPTIONS: tuple[str, ...] = ("-std=c++17",)
 _options: tuple[str, ...] = DEFAULT_OPTIONS
