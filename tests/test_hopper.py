@@ -193,6 +193,21 @@ def test_wgmma_does_not_compile_for_plain_sm_90(tmp_path: Path) -> None:
         gk.compile_source(WGMMA_FENCE, path, ("-std=c++17",), "sm_90")
 
 
+@pytest.mark.parametrize("box", [(32, 16), (16, 32)])
+def test_the_gpu_tests_tma_kernel_compiles_for_sm_90a(tmp_path: Path, box) -> None:
+    """tests/test_hopper_gpu.py's TMA kernel (run once on an H200) assembles here: ptxas accepts its
+    mbarrier / cp.async.bulk.tensor PTX for sm_90a, and the map is a 64-byte-aligned 128-byte parameter."""
+    _nvrtc_or_skip()
+    from tests.test_hopper_gpu import TMA_KERNEL
+    path = tmp_path / "tma.cu"
+    path.write_text(TMA_KERNEL)
+    cubin, ptx = gk.compile_source(TMA_KERNEL, path, ("-std=c++17", f"-DBOX_ROWS={box[0]}", f"-DBOX_COLS={box[1]}"),
+                                   "sm_90a")
+    assert isinstance(cubin, bytes) and ".param .align 64 .b8 tma_load_tile_param_0[128]" in ptx
+    assert "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes" in ptx
+    assert ".shared .align 1024 .b8" in ptx and "cvta.param.u64" in ptx   # the map addressed in place
+
+
 def test_static_report_compiles_for_the_pinned_arch(tmp_path: Path) -> None:
     """--compile-only, grade check and grade batch pass an arch; a spec pinning sm_90a wins."""
     _nvrtc_or_skip()
@@ -336,3 +351,26 @@ def test_the_ctypes_prototype_matches_cuda_h() -> None:
         enum = text[text.rindex("typedef enum", 0, text.index(name + ",")):text.index(name + ",")]
         assert enum.count(",") == value, name   # its position in the enum = its value
     assert "#define CU_TENSOR_MAP_NUM_QWORDS 16" in text
+
+
+def test_cupy_takes_the_tensor_map_as_a_by_value_argument(calls) -> None:
+    """CuPy's kernel-argument conversion (cupy.cuda.function._pointer) accepts the one-element V128
+    array (CNumpyArray: a pointer to its 128 bytes, at our aligned address) and refuses a larger
+    numpy array. Probed without a GPU: the conversion happens before the launch fails for want of a
+    driver; a TypeError would mean CuPy refused the argument itself."""
+    from grader.device import unavailable_reason
+    if unavailable_reason() is None:
+        pytest.skip("a GPU is here: tests/test_hopper_gpu.py launches with a real map instead")
+    from cupy.cuda import function
+
+    class NoStream:
+        ptr = 0
+
+    m = gk.tensor_map(FakeDeviceArray((100, 72), np.float32), (32, 16))
+    assert function.CNumpyArray(m).ptr == m.ctypes.data
+    probe = function.Function.__new__(function.Function)   # no module: only the argument conversion runs
+    with pytest.raises(Exception) as err:
+        probe((1,), (1,), (m,), stream=NoStream())
+    assert not isinstance(err.value, TypeError), err.value
+    with pytest.raises(TypeError, match="size one"):
+        probe((1,), (1,), (np.zeros(2, np.float32),), stream=NoStream())
