@@ -23,7 +23,9 @@ order (logs in OUT/logs/<phase>[-<n>].txt):
    same score five times.
 6. bundle, alone: tests/test_bundle_gpu.py's timed tests (every reference in a published bundle on
    the calibration basis and on the roofline basis, the naive fixture, the side-stream cheats).
-7. serial, alone: any other GPU test (a new test lands here until it is classified).
+7. isolated, alone: tests of ISOLATED_FILES, whose kernels run in the pytest process itself (a
+   fault would end every later test of a shared process), in a pytest process of their own.
+8. serial, alone: any other GPU test (a new test lands here until it is classified).
 
 The whole suite takes about 23 minutes of one H200, more than one device call (measured
 2026-12-01, benchmarks/RESULTS.md "eighth session": gate 52 s, shared x4 197 s, timed 67 s,
@@ -32,7 +34,7 @@ two or three calls, e.g.
 
     python3 benchmarks/gpu_suite.py --list                                  # the plan, no GPU needed
     python3 benchmarks/gpu_suite.py --phases gate,shared,timed,full_marks --limit-s 580   # call 1, ~520 s
-    python3 benchmarks/gpu_suite.py --phases ladder,serial                  # call 2, ~300 s
+    python3 benchmarks/gpu_suite.py --phases ladder,isolated,serial         # call 2, ~300 s
     python3 benchmarks/gpu_suite.py --phases bundle                         # call 3, ~500 s
     python3 benchmarks/gpu_suite.py --phases shared -k sanitize             # a subset: pytest -k
 
@@ -68,12 +70,16 @@ SHARED_TESTS = frozenset({
     "test_cublas_loaded_at_run_time_is_rejected", "test_nvml_sees_the_workers_device_memory",
     "test_racecheck_finds_the_missing_syncthreads", "test_memcheck_finds_the_read_past_the_end",
     "test_the_smallest_failing_case_is_sanitized_in_the_text_report", "test_headers_students_use_compile_in_grading"})
+# Test files whose kernels run in the pytest process itself, new to the GPU: a fault there would
+# poison the CUDA context of a shared phase's process and fail every test after it. They run alone,
+# in a pytest process of their own (the "isolated" phase).
+ISOLATED_FILES = ("tests/test_hopper_gpu.py",)
 LADDER_TESTS = frozenset({
     "test_naive_kernel_is_correct_and_scores_fewer_performance_points", "test_uncoalesced_variant_scores_fewer_points",
     "test_previous_rung_is_correct_and_scores_clearly_fewer_points", "test_same_score_five_times",
     # timed grades, and Nsight Compute, which locks the GPU's clocks while it profiles: alone too
     "test_grade_profile_shows_why_the_naive_layernorm_is_slow"})
-PHASES = ("gate", "shared", "timed", "full_marks", "ladder", "bundle", "serial")
+PHASES = ("gate", "shared", "timed", "full_marks", "ladder", "bundle", "isolated", "serial")
 
 
 def collect(keyword: str = "") -> list[str]:
@@ -116,6 +122,8 @@ def phase_of(node: str, timed: set[str]) -> str:
         return "ladder"
     if node.startswith("tests/test_bundle_gpu.py::"):
         return "bundle"
+    if node.split("::")[0] in ISOLATED_FILES:
+        return "isolated"
     return "serial"
 
 

@@ -400,6 +400,9 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
     info = None
     if backend in ("auto", "cuda"):
         info = dev.detect()
+        wrong_gpu = dev.arch_refusal(ex.name, spec.arch, info)
+        if wrong_gpu:   # before any case, in one line (grade() refuses too, for its other callers)
+            _emit_error(fmt, output, json_out, ex.name, str(sub), "wrong_gpu", wrong_gpu, EXIT_ERROR, spec.total_points)
         if mode == "grading" and not allow_unisolated:
             why_not = _tracer_refusal()
             if why_not is not None:
@@ -473,7 +476,7 @@ def _no_gpu(spec, exercise: str, sub: Path, given: bool, arch: str | None, why: 
     from grader.static import without_gpu
     compile_only = f"`grade {exercise}{' --submission ' + shlex.quote(str(sub)) if given else ''} --compile-only`"
     try:
-        problem, _ = without_gpu(spec, sub, arch or "sm_90")
+        problem, _ = without_gpu(spec, sub, arch or spec.arch or "sm_90")
     except Exception:  # noqa: BLE001 - a grader bug in the static checks: --compile-only shows it; say no GPU
         problem = None
     if problem:
@@ -701,7 +704,7 @@ def _compile_only(spec, submission: Path, arch: str | None, fmt: str = "text", o
 
     if arch is None:
         info = dev.detect()
-        arch = info.arch if info else "sm_90"
+        arch = info.arch if info else spec.arch or "sm_90"   # the spec's [features] arch where no GPU says
     try:
         rep = static_report(spec, submission, arch)
     except Exception as exc:  # noqa: BLE001 - a grader bug: say so and still write the result file

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import statistics
 import time
 from dataclasses import asdict, dataclass
@@ -105,6 +106,30 @@ def detect(index: int = 0) -> DeviceInfo | None:
                       sm_count=int(props["multiProcessorCount"]), l2_bytes=int(props["l2CacheSize"]),
                       memory_bytes=int(props["totalGlobalMem"]), driver=int(rt.driverGetVersion()),
                       runtime=int(rt.runtimeGetVersion()), cupy=cupy.__version__)
+
+
+def arch_refusal(exercise: str, required: str | None, device: DeviceInfo | None) -> str | None:
+    """Why ``exercise``, whose spec's ``[features] arch`` is ``required`` ("sm_90a", "sm_80"; None: any
+    GPU), cannot be graded on ``device``, as one line naming the exercise, the arch it needs, the GPU
+    found and what to do; None when it can (or there is no GPU: that is said elsewhere).
+
+    "sm_XYa" code (wgmma, setmaxnreg) runs on compute capability X.Y only; "sm_XY" on X.Y or newer.
+    The device's own key (``device.arch``, "sm_90") still picks calibration and thresholds."""
+    if required is None or device is None:
+        return None
+    m = re.fullmatch(r"sm_(\d{2,3})(a?)", required)
+    if m is None:
+        return None   # the spec loader rejects malformed values
+    need, exact = int(m[1]), bool(m[2])
+    have = int(device.arch.removeprefix("sm_")) if device.arch.removeprefix("sm_").isdigit() else -1
+    if have == need or (have > need and not exact):
+        return None
+    cc = f"{need // 10}.{need % 10}"
+    needs = f"compute capability {cc} exactly" if exact else f"compute capability {cc} or newer"
+    return (f"{exercise} needs {required} ({needs}; its spec's [features] arch), but this GPU is {device.name} "
+            f"({device.arch}): its kernels cannot run here; fix: grade it on a GPU of {needs}"
+            f"{' (an H100 or H200)' if need == 90 and exact else ''}, or run `grade {exercise} --compile-only` "
+            f"to check that kernel.cu compiles for {required}")
 
 
 def cache_dir() -> Path:

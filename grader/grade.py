@@ -19,7 +19,7 @@ from grader import scoring
 from grader.calibration import Calibration
 from grader.cases import Case, Profile, case_strategy, combine_seed, edge_cases, hidden_counts, parse_token
 from grader.compare import index_overflow_hint
-from grader.device import Ceilings, ClockSampler, ClockState, DeviceInfo, foreign_gpu_processes, gpu_lock
+from grader.device import Ceilings, ClockSampler, ClockState, DeviceInfo, arch_refusal, foreign_gpu_processes, gpu_lock
 from grader.instance import Instance, load_oracle
 from grader.kernel import resources_from_reply
 from grader.sandbox.buffers import Arena, Backend, DeviceMemoryError
@@ -220,7 +220,7 @@ class Grader:
                                    lim.compile_s, lim.case_s, int(lim.host_memory_gib * 2**30),
                                    int(lim.device_memory_gib * 2**30), self.spec.forbidden_libraries,
                                    () if trusted else self.hidden_folders(), trusted,
-                                   None if trusted else self.kernel_policy, label))
+                                   None if trusted else self.kernel_policy, label, arch=self.spec.arch))
 
     # -- correctness ------------------------------------------------------------------------------
     def release(self, instance: Instance, *workers: Worker | None) -> Outcome | None:
@@ -539,6 +539,9 @@ def grade(spec: Spec, submission: Path, options: GradeOptions, backend: Backend,
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     t0 = time.perf_counter()
     submission = Path(submission)
+    wrong_gpu = arch_refusal(spec.name, spec.arch, device)
+    if wrong_gpu:   # before any case: the submission's kernels (and the reference's) cannot run on this GPU
+        return _not_graded(spec, submission, options, "wrong_gpu", wrong_gpu, device, started, t0)
     problem = static_check(spec, submission)
     if problem:
         return _not_graded(spec, submission, options, problem[0], problem[1], device, started, t0)

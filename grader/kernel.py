@@ -9,12 +9,14 @@ In ``solution.py``::
 The path is relative to the calling file. The exercise's compile options (its spec's
 ``[compile] options``) are set by the grader's worker through :func:`configure`, and CuPy's
 include folders and defaults are added as a ``cupy.RawModule`` would add them; the architecture is
-the current device's (``-arch=sm_90`` on an H100/H200). One NVRTC compile, named by the file's
+the current device's (``-arch=sm_90`` on an H100/H200), or the spec's ``[features] arch`` when it
+pins one with an "a" suffix (``-arch=sm_90a`` for wgmma; see :func:`target_arch`). One NVRTC compile, named by the file's
 absolute path (so ``#include "helper.cuh"`` finds a header beside it), gives both the cubin that
 is loaded and its PTX with line information (:func:`ptx_of_module`): the grader judges exactly
 the code that runs. Compiled modules are cached in memory per (path, source, options).
 
 Compile errors raise :class:`CompileError`, whose message lists ``kernel.cu:LINE: error: ...``.
+For TMA kernels, :func:`tensor_map` (from :mod:`grader.tma`) builds the ``CUtensorMap`` argument.
 """
 from __future__ import annotations
 
@@ -25,9 +27,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from grader.tma import TensorMapError, tensor_map  # noqa: F401 - re-exported: solution.py imports them from here
+
 DEFAULT_OPTIONS: tuple[str, ...] = ("-std=c++17",)
 _options: tuple[str, ...] = DEFAULT_OPTIONS
-_cache: dict[tuple[str, str, tuple[str, ...]], Any] = {}
+_arch: str | None = None   # the exercise's [features] arch ("sm_90a"), set by configure; None: the GPU's own
+_cache: dict[tuple[str, str, tuple[str, ...], str], Any] = {}
 _ptx: dict[int, str] = {}   # id(module) -> the PTX (with line information) of the code it holds
 loaded: list[tuple[Path, Any]] = []  # (source path, module) in load order, for the resource report
 
@@ -61,10 +66,41 @@ class KernelResources:
     max_threads: int
 
 
-def configure(options: tuple[str, ...] | list[str]) -> None:
-    """Set the NVRTC options that :func:`load` uses (called by the grader's worker)."""
-    global _options
+def configure(options: tuple[str, ...] | list[str], arch: str | None = None) -> None:
+    """Set the NVRTC options that :func:`load` uses and the exercise's ``[features] arch`` ("sm_90a",
+    "sm_80"; None: none), which :func:`target_arch` turns into the target (called by the grader's worker,
+    for the submission and the reference alike)."""
+    global _options, _arch
     _options = tuple(options)
+    _arch = arch
+
+
+def target_arch(required: str | None, cc: int | None, known: tuple[int, ...] | None = None) -> str:
+    """The NVRTC target for an exercise whose ``[features] arch`` is ``required`` on a GPU of compute
+    capability ``cc`` (90 for 9.0; None: no GPU here), NVRTC knowing the capabilities ``known``
+    (default: ``grader.static.supported_arches()``).
+
+    - ``"sm_XYa"``: itself, always: architecture-specific code (wgmma) exists for that target only, and
+      runs on compute capability X.Y only (``grader.device.arch_refusal`` refuses any other GPU first).
+    - otherwise, with a GPU: the GPU's own, ``sm_CC``, or where NVRTC does not know CC, PTX for the
+      newest ``compute_N`` with N <= CC, which the driver compiles. A plain ``"sm_XY"`` is a minimum
+      (refused on an older GPU), never the target: a cubin for sm_80 would not load on sm_90.
+    - otherwise (no GPU): ``required``, else "sm_90".
+    """
+    if required and required.endswith("a"):
+        return required
+    if cc is None:
+        return required or "sm_90"
+    if known is None:
+        from grader.static import supported_arches
+        known = supported_arches()
+    return f"sm_{cc}" if cc in known else f"compute_{max([a for a in known if a <= cc] or [cc])}"
+
+
+def _device_cc() -> int:
+    """The current CUDA device's compute capability as an integer (90 for 9.0)."""
+    import cupy
+    return int(cupy.cuda.Device().compute_capability)
 
 
 def parse_compiler_log(log: str, file: str, folder: Path | None = None) -> list[tuple[str, int, str, str]]:
@@ -138,10 +174,11 @@ def _compiled(p: Path, opts: tuple[str, ...]) -> Any:
     import cupy
 
     source = p.read_text()
-    key = (str(p), source, opts)
+    arch = target_arch(_arch, _device_cc())
+    key = (str(p), source, opts, arch)
     if key in _cache:
         return _cache[key]
-    binary, ptx = compile_source(source, p, opts)
+    binary, ptx = compile_source(source, p, opts, arch)
     folder = Path(tempfile.mkdtemp(prefix="grader-kernel-"))
     image = folder / (p.stem + (".cubin" if isinstance(binary, bytes) else ".ptx"))
     image.write_bytes(binary if isinstance(binary, bytes) else binary.encode())
@@ -153,20 +190,18 @@ def _compiled(p: Path, opts: tuple[str, ...]) -> Any:
 
 
 def compile_source(source: str, path: Path, opts: tuple[str, ...], arch: str | None = None) -> tuple[bytes | str, str]:
-    """Compile ``source`` (the text of ``path``) with NVRTC for ``arch`` ("sm_90"; by default the
-    current device's, or ``compute_XX`` PTX where NVRTC does not know it): the options
+    """Compile ``source`` (the text of ``path``) with NVRTC for ``arch`` ("sm_90", "sm_90a"; by default
+    :func:`target_arch` of the configured ``[features] arch`` and the current device: the device's
+    own, or ``compute_XX`` PTX where NVRTC does not know it): the options
     ``opts`` as a ``cupy.RawModule`` assembles them (see ``grader.static.grading_options``) plus
     ``-lineinfo``, named by ``path`` (its ``.file`` lines name the files each kernel's code comes
     from). Returns (cubin bytes, PTX text) from that one compile; for a ``compute_XX`` target,
     (PTX, the same PTX) for the driver to compile. Raises :class:`CompileError`."""
-    from grader.static import _nvrtc, grading_options, supported_arches
+    from grader.static import _nvrtc, grading_options
 
     nvrtc = _nvrtc()
     if arch is None:
-        import cupy
-        cc = int(cupy.cuda.Device().compute_capability)
-        known = supported_arches()
-        arch = f"sm_{cc}" if cc in known else f"compute_{max([a for a in known if a <= cc] or [cc])}"  # the driver JITs PTX
+        arch = target_arch(_arch, _device_cc())   # compute_XX: the driver JITs the PTX
     prog = nvrtc.createProgram(source, str(path), [], [])
     try:
         try:

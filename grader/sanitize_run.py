@@ -80,11 +80,12 @@ def allocate(spec: Any, case: Any, cupy: Any) -> tuple[list[Any], list[dict[str,
     return args, allocations
 
 
-def load_solve(folder: Path, options: tuple[str, ...]) -> tuple[Any, list[dict[str, Any]]]:
+def load_solve(folder: Path, options: tuple[str, ...], arch: str | None = None) -> tuple[Any, list[dict[str, Any]]]:
     """Import ``folder/solution.py`` (the folder on sys.path, as the worker does) with the NVRTC
-    options set; returns solve and the sources it compiled with the kernels each declares."""
+    options and the spec's ``[features] arch`` set; returns solve and the sources it compiled with
+    the kernels each declares."""
     import grader.kernel as gk
-    gk.configure(options)
+    gk.configure(options, arch)
     sys.path.insert(0, str(folder))
     mod_spec = importlib.util.spec_from_file_location("solution", folder / "solution.py")
     module = importlib.util.module_from_spec(mod_spec)  # type: ignore[arg-type]
@@ -154,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     status.update(stage="load", allocations=allocations)
     options = tuple(spec.compile_options) + ((LINEINFO,) if LINEINFO not in spec.compile_options else ())
     try:
-        solve, srcs = load_solve(folder, options)
+        solve, srcs = load_solve(folder, options, spec.arch)
     except BaseException as exc:  # noqa: BLE001 - untrusted code: report any failure
         status.update(sources=sources(folder))
         return fail("load", exc)

@@ -48,6 +48,11 @@ SECTIONS = ("exercise", "signature", "dims", "values", "edge_cases", "tolerance"
             "compile", "features", "limits", "types", "profile")
 
 
+# [features] arch: "sm_" + the compute capability (major and minor digits, e.g. 90 for 9.0), with an
+# optional "a" for the architecture-specific target (sm_90a: wgmma, setmaxnreg; runs on 9.0 only).
+ARCH_RE = re.compile(r"sm_(\d{2,3})(a?)")
+
+
 class SpecError(ValueError):
     """A spec.toml problem: ``str(err)`` is one line with file, field and fix."""
 
@@ -227,6 +232,10 @@ class Spec:
     forbidden_headers: tuple[str, ...] = DEFAULT_FORBIDDEN_HEADERS
     # metric groups `grade --profile` reports (grader.profiling.GROUPS); empty: chosen by the ceiling
     profile_metrics: tuple[str, ...] = ()
+    # [features] arch: the target kernel.cu needs ("sm_90a" for wgmma/setmaxnreg; see ARCH_RE), None:
+    # the GPU's own. Only a compile target: calibration files and [performance.sm_XY] thresholds stay
+    # keyed by the device's arch ("sm_90", grader.device.DeviceInfo.arch), never by this value.
+    arch: str | None = None
 
     @property
     def arg_order(self) -> tuple[str, ...]:
@@ -421,7 +430,8 @@ class _Parser:
         options = self.str_list(comp, "compile", "options")
         feats = self.table(self.raw.get("features"), "features", required=False)
         self.only(feats, "features", ("required", "forbidden", "required_ptx", "forbidden_libraries", "allowed_kernels",
-                                      "forbidden_headers"))
+                                      "forbidden_headers", "arch"))
+        arch = self.arch(feats)
         required = self.str_list(feats, "features", "required")
         forbidden = self.str_list(feats, "features", "forbidden")
         required_ptx = self.str_list(feats, "features", "required_ptx")
@@ -476,7 +486,30 @@ class _Parser:
                     allowed_kernels=tuple(allowed_kernels), forbidden_headers=tuple(forbidden_headers),
                     points_correctness=p_corr, points_performance=p_perf, limits=limits, scalars=scalars,
                     order=order, types=types, declared_hidden=declared_hidden,
-                    profile_metrics=tuple(dict.fromkeys(profile_metrics)))
+                    profile_metrics=tuple(dict.fromkeys(profile_metrics)), arch=arch)
+
+    def arch(self, feats: dict) -> str | None:
+        """``[features] arch``: "sm_XY" (at least compute capability X.Y) or "sm_XYa" (exactly X.Y, with
+        its architecture-specific instructions such as wgmma); None when absent."""
+        if "arch" not in feats:
+            return None
+        value = feats["arch"]
+        if not isinstance(value, str) or not ARCH_RE.fullmatch(value):
+            return self._bad_arch(value)
+        if value.endswith("a") and int(ARCH_RE.fullmatch(value)[1]) < 90:
+            raise self.err("features", f"arch {value!r}: architecture-specific ('a') targets exist from sm_90a on",
+                           f'write arch = "{value[:-1]}", or arch = "sm_90a" for Hopper instructions')
+        for opt in self.raw.get("compile", {}).get("options", []) if isinstance(self.raw.get("compile"), dict) else []:
+            if isinstance(opt, str) and opt.startswith(("-arch", "--gpu-architecture")):
+                raise self.err("compile", f"option {opt!r} sets the architecture, which [features] arch sets too",
+                               f"remove {opt!r} from [compile] options")
+        return value
+
+    def _bad_arch(self, value: Any) -> None:
+        guess = re.fullmatch(r"\s*(?:-arch=|--gpu-architecture=)?(?:sm|compute)_?(\d{2,3})(a?)\s*", str(value).lower())
+        fix = (f'write arch = "sm_{guess[1]}{guess[2]}"' if guess and isinstance(value, str)
+               else 'write arch = "sm_90a" (exactly that GPU, with wgmma) or "sm_80" (that GPU or a newer one)')
+        raise self.err("features", f"arch {value!r} is not a GPU architecture like \"sm_90\" or \"sm_90a\"", fix)
 
     def str_list(self, data: dict, fld: str, key: str) -> list[str]:
         value = data.get(key, [])

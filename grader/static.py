@@ -659,7 +659,10 @@ def check_kernel_names(kernel: Path, solution: Path) -> list[str]:
 def static_report(spec: Spec, submission: Path, arch: str = "sm_90") -> StaticReport:
     """Everything that can be checked without a GPU; see the module docstring. kernel.cu is
     compiled with NVRTC (as grading does), else with nvcc and a warning that the two differ, else
-    not at all: then ``compiler`` is None and ``skipped`` says that kernel.cu was NOT compiled."""
+    not at all: then ``compiler`` is None and ``skipped`` says that kernel.cu was NOT compiled.
+    It is compiled for ``arch``, except where the spec's ``[features] arch`` pins an exact target
+    ("sm_90a"): then for that one, as grading compiles it (``grader.kernel.target_arch``)."""
+    arch = spec.arch if spec.arch and spec.arch.endswith("a") else arch
 
     problems, kernels, skipped, warnings = [], [], [], []
     bad = static_check(spec, submission)

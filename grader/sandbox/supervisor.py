@@ -135,6 +135,7 @@ class WorkerConfig:
     trusted: bool = False          # the reference or the baseline: not isolated, made non-dumpable
     kernel_policy: kernel_trace.KernelPolicy | None = None   # what a graded call may run (None: not checked)
     label: str = ""                # how messages name a trusted worker ("the baseline worker"); default: its folder
+    arch: str | None = None        # the spec's [features] arch, for grader.kernel.configure (None: the GPU's own)
 
 
 # Requests before any call of solve: kernels traced in their wake (the grader's own start-up work,
@@ -358,7 +359,8 @@ class Worker:
             if not self.trace.status or self.trace.error:
                 self.trace.close()
                 self.trace = None
-        pre = self.request({"op": "preload", "dir": str(self.config.submission), "options": list(self.config.options)},
+        pre = self.request({"op": "preload", "dir": str(self.config.submission), "options": list(self.config.options),
+                             "arch": self.config.arch},
                            self.config.compile_s, "[limits] compile_s")
         if not pre.ok:
             if pre.kind == "timeout":

@@ -149,7 +149,7 @@ class Server:
         if self.preloaded:
             raise Failure("grader_error", "preload twice")
         import grader.kernel as gk
-        gk.configure(req.get("options", []))
+        gk.configure(req.get("options", []), req.get("arch"))
         self.preloaded = True
         if self.backend != "cuda":
             return {"ptx": {}, "failed": {}}
