@@ -115,7 +115,7 @@ __device__ __forceinline__ void tma_load_2d(unsigned dst, const TmaDesc* map, un
 // Shared-memory matrix descriptor of a K-major tile written by the TMA with 128-byte swizzle
 // (PTX ISA, "Matrix Descriptor Format"): start address >> 4 in bits 0-13; leading byte offset
 // (bits 16-29) is not used for a swizzled K-major operand whose K extent (16 elements = 32 bytes)
-// fits in one swizzle row, set to 1 (16 bytes) as CUTLASS does; stride byte offset 1024 >> 4 in
+// fits in one swizzle row, set to 1 (16 bytes) by convention; stride byte offset 1024 >> 4 in
 // bits 32-45: the distance between 8-row groups (8 rows x 128 bytes); base offset 0 (bits 49-51:
 // every tile is 1024-byte aligned); swizzle mode 1 = 128B in bits 62-63.
 __device__ __forceinline__ unsigned long long smem_desc(unsigned addr)
