@@ -132,6 +132,15 @@ template <int N> __device__ __forceinline__ void wgmma_wait()
 {
     asm volatile("wgmma.wait_group.sync.aligned %0;\n" :: "n"(N) : "memory");
 }
+// Pins every accumulator register to this point of the (volatile asm) instruction order, so the
+// compiler cannot move a read of d (the epilogue) above wgmma.wait_group, nor a write below the
+// wgmma that follows: the asm statements of wgmma say nothing about their asynchrony.
+__device__ __forceinline__ void acc_fence(float (&d)[128])
+{
+#pragma unroll
+    for (int i = 0; i < 128; ++i)
+        asm volatile("" : "+f"(d[i]) :: "memory");
+}
 
 #define H_ACC8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), \
                   "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
@@ -257,6 +266,7 @@ __device__ __forceinline__ void gemm_hopper_body(const TmaDesc* tma_a, const Tma
                 mbar_wait(bars + 8 * s, phase);                  // stage s loaded
                 const unsigned long long da = smem_desc(sa + s * H_A_BYTES + c * 64 * 128);
                 const unsigned long long db = smem_desc(sb + s * H_B_BYTES);
+                acc_fence(d);
                 wgmma_fence();
 #pragma unroll
                 for (int kk = 0; kk < H_BK / 16; ++kk)          // +32 bytes = +2 in the address field
@@ -272,6 +282,7 @@ __device__ __forceinline__ void gemm_hopper_body(const TmaDesc* tma_a, const Tma
                 }
             }
             wgmma_wait<0>();
+            acc_fence(d);
             if (lane == 0)
                 mbar_arrive(bars + 8 * (H_STAGES + prev));
 

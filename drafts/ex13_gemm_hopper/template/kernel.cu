@@ -133,6 +133,15 @@ template <int N> __device__ __forceinline__ void wgmma_wait()
 {
     asm volatile("wgmma.wait_group.sync.aligned %0;\n" :: "n"(N) : "memory");
 }
+// Pins every accumulator register to this point of the (volatile asm) instruction order, so the
+// compiler cannot move a read of d (the epilogue) above wgmma.wait_group, nor a write below the
+// wgmma that follows: the asm statements of wgmma say nothing about their asynchrony.
+__device__ __forceinline__ void acc_fence(float (&d)[128])
+{
+#pragma unroll
+    for (int i = 0; i < 128; ++i)
+        asm volatile("" : "+f"(d[i]) :: "memory");
+}
 
 #define H_ACC8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), \
                   "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
@@ -215,7 +224,8 @@ __device__ __forceinline__ void gemm_hopper_body(const TmaDesc* tma_a, const Tma
     //      (kt * H_BK, tile row * H_BM) and the B box at (kt * H_BK, tile column * H_BN).
     //   3. Warpgroups 1 and 2 (consumers): setmaxnreg.inc 232; per K tile wait full[s] (parity
     //      phase), wgmma_fence, 4 x Wgmma<T>::run with smem_desc(...) + 2 * kk, commit, wait<1>,
-    //      release the previous stage (lane 0 of each warp arrives on empty).
+    //      release the previous stage (lane 0 of each warp arrives on empty); acc_fence(d) before
+    //      wgmma_fence and after the last wait, so the compiler keeps d where the asm says.
     //   4. Epilogue: the accumulator layout of the PTX ISA figure "WGMMA .m64nNk16 register
     //      fragment layout for accumulator matrix D" (see the header), converted with Pack<T>,
     //      stores guarded by M and N.
