@@ -3,6 +3,7 @@
     python drafts/ex13_gemm_hopper/verify.py            # compile, resources, correctness (f16, bf16)
     python drafts/ex13_gemm_hopper/verify.py --bench    # ... then timings against cuBLAS fp16
     python drafts/ex13_gemm_hopper/verify.py --shapes 128x256x64    # one shape, both dtypes
+    compute-sanitizer --tool memcheck python drafts/ex13_gemm_hopper/verify.py --no-pool --shapes 17x17x17
 
 Correctness uses the draft spec's bound (spec.toml [tolerance.*]) against a float64 product on the
 GPU, with the output poisoned (NaN) before each call and guard zones around it. Written without a
@@ -19,6 +20,7 @@ import cupy as cp
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[1]))   # the repository root: solution.py imports grader.kernel
 GUARD = 4096     # elements of guard zone before and after c
 
 
@@ -141,23 +143,34 @@ def main():
     ap.add_argument("--bench", action="store_true")
     ap.add_argument("--shapes", nargs="*", help="MxNxK ...")
     ap.add_argument("--kinds", nargs="*", default=["f16", "bf16"])
+    ap.add_argument("--no-pool", action="store_true",
+                    help="CuPy's memory pool off (compute-sanitizer sees out-of-bounds accesses only then)")
     args = ap.parse_args()
+    if args.no_pool:
+        cp.cuda.set_allocator(None)
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes] if args.shapes else SHAPES
     t0 = time.time()
     resources()
     print(f"compiled in {time.time() - t0:.1f} s", flush=True)
     rng = cp.random.default_rng(0)
     failed = False
-    for M, N, K in shapes:
-        for kind in args.kinds:
-            problems, worst = check(M, N, K, kind, rng)
-            print(f"{M}x{N}x{K} {kind}: {'OK' if not problems else 'FAIL'} (worst err/tol {worst:.3f})"
-                  + "".join(f"\n    {p}" for p in problems), flush=True)
-            if problems:
-                failed = True
+    # first with the full persistent grid, then with 3 CTAs: several tiles per CTA (the stage ring's
+    # phases carried across tiles, the producer running ahead into the next tile during the epilogue)
+    for max_ctas in (None, 3):
+        sol._MAX_CTAS = max_ctas
+        for M, N, K in shapes:
+            for kind in args.kinds:
+                problems, worst = check(M, N, K, kind, rng)
+                print(f"{M}x{N}x{K} {kind} grid<={max_ctas or 'SMs'}: {'OK' if not problems else 'FAIL'} "
+                      f"(worst err/tol {worst:.3f})" + "".join(f"\n    {p}" for p in problems), flush=True)
+                if problems:
+                    failed = True
+                    break
+            if failed:
                 break
         if failed:
             break
+    sol._MAX_CTAS = None
     if not failed and not args.shapes:
         problems, _ = check(300, 520, 136, "f16", rng, offset=1)
         print(f"misaligned a: {'OK' if not problems else 'FAIL ' + '; '.join(problems)}", flush=True)

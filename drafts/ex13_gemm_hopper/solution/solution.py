@@ -16,7 +16,8 @@ What solve does on the host, per call:
   (pointer, shape, dtype).
 - a persistent grid of min(#SMs, #tiles) CTAs of 384 threads.
 
-Knobs (module constants): _GROUP_M (tile rows per group of the tile order).
+Knobs (module constants): _GROUP_M (tile rows per group of the tile order); _MAX_CTAS (caps the
+persistent grid, so small shapes give each CTA several tiles: verify.py uses it).
 """
 import ctypes
 import inspect
@@ -32,6 +33,7 @@ _THREADS = 384                         # = H_THREADS
 _SMEM = 1024 + _STAGES * (_BM + _BN) * _BK * 2 + 2 * _STAGES * 8   # = H_SMEM_BYTES (197696)
 _ARCH = "sm_90a"                       # wgmma and setmaxnreg exist only in sm_90a
 _GROUP_M = 16
+_MAX_CTAS = None                       # a smaller persistent grid (tests: several tiles per CTA)
 _KINDS = {np.dtype(np.float16): "f16", np.dtype(np.uint16): "bf16"}   # uint16 = bfloat16 bits
 
 _state = {}        # device -> (module, {kernel name: function}, number of SMs)
@@ -59,7 +61,7 @@ def _plan(M, N, K, num_sms, group_m=_GROUP_M):
     kp = _cdiv(K, 8) * 8
     tiles_m, tiles_n = _cdiv(M, _BM), _cdiv(N, _BN)
     return {"kp": kp, "k_tiles": _cdiv(kp, _BK), "tiles_m": tiles_m, "tiles_n": tiles_n,
-            "group_m": min(group_m, tiles_m), "grid": min(num_sms, tiles_m * tiles_n)}
+            "group_m": min(group_m, tiles_m), "grid": min(num_sms, _MAX_CTAS or num_sms, tiles_m * tiles_n)}
 
 
 # ---- tensor maps ----------------------------------------------------------------------------
