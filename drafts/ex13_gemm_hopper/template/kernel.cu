@@ -33,10 +33,11 @@
 //   producer runs ahead into the next tile while the consumers store this one.
 //
 // References (PTX ISA 8.x, "Asynchronous Warpgroup Level Matrix Multiply-Accumulate Instructions"):
-//   * "Matrix Descriptor Format" (section 9.7.15.5.1 in PTX ISA 8.5): the 64-bit shared-memory
-//     matrix descriptor: bits 0-13 start address >> 4, bits 16-29 leading dimension byte offset
-//     >> 4, bits 32-45 stride dimension byte offset >> 4, bits 49-51 matrix base offset, bits
-//     62-63 swizzle mode (0 none, 1 128B, 2 64B, 3 32B).
+//   * "Matrix Descriptor Format" (docs.nvidia.com/cuda/parallel-thread-execution, anchor
+//     #asynchronous-warpgroup-level-matrix-shared-memory-layout-matrix-descriptor): the 64-bit
+//     descriptor: bits 0-13 start address >> 4, bits 16-29 leading dimension byte offset >> 4,
+//     bits 32-45 stride dimension byte offset >> 4, bits 49-51 matrix base offset, bits 62-63
+//     swizzle mode (0 none, 1 128B, 2 64B, 3 32B).
 //   * Figure "WGMMA .m64nNk16 register fragment layout for accumulator matrix D": warp w of the
 //     warpgroup owns rows 16w .. 16w + 15; lane l holds, for each 8-column slice j, d[4j + 0..1] at
 //     row 16w + l/4, columns 8j + 2(l%4) + 0..1, and d[4j + 2..3] at row 16w + l/4 + 8, same columns.
@@ -163,18 +164,22 @@ __device__ __forceinline__ void acc_fence(float (&d)[128])
 // shared memory through descriptors, both K-major (imm-trans-a = imm-trans-b = 0).
 template <typename T> struct Wgmma;
 template <> struct Wgmma<__half> {
-    static __device__ __forceinline__ void run(float (&d)[128], unsigned long long da, unsigned long long db, int accumulate)
+    static __device__ __forceinline__ void run(float (&d)[128], unsigned long long da, unsigned long long db,
+                                               int accumulate)
     {
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
-                     "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 " H_REGS128 ", %128, %129, p, 1, 1, 0, 0;\n}\n"
+                     "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 " H_REGS128
+                     ", %128, %129, p, 1, 1, 0, 0;\n}\n"
                      : H_ACC128 : "l"(da), "l"(db), "r"(accumulate));
     }
 };
 template <> struct Wgmma<__nv_bfloat16> {
-    static __device__ __forceinline__ void run(float (&d)[128], unsigned long long da, unsigned long long db, int accumulate)
+    static __device__ __forceinline__ void run(float (&d)[128], unsigned long long da, unsigned long long db,
+                                               int accumulate)
     {
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
-                     "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 " H_REGS128 ", %128, %129, p, 1, 1, 0, 0;\n}\n"
+                     "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 " H_REGS128
+                     ", %128, %129, p, 1, 1, 0, 0;\n}\n"
                      : H_ACC128 : "l"(da), "l"(db), "r"(accumulate));
     }
 };
