@@ -225,3 +225,30 @@ def test_grouped_order_walks_group_columns():
     order = [mod._tile_coords(t, 5, 3, 2) for t in range(15)]
     assert order[:6] == [(0, 0), (1, 0), (0, 1), (1, 1), (0, 2), (1, 2)]
     assert order[12:] == [(4, 0), (4, 1), (4, 2)]       # the last, partial group: one row
+
+
+def test_local_tensor_map_arguments(monkeypatch):
+    """The ctypes fallback calls cuTensorMapEncodeTiled with cuda.h's argument order and values
+    (a fake stands in for libcuda), and returns its 128 bytes as a numpy.void that CuPy's kernel
+    argument packing (CScalar) copies byte for byte."""
+    import ctypes
+    mod = _solution_module()
+    seen = {}
+
+    def fake(out, dtype, rank, addr, dims, strides, box, estr, interleave, swizzle, l2, oob):
+        assert out % 64 == 0                       # CUtensorMap is 64-byte aligned
+        seen.update(dtype=dtype, rank=rank, addr=addr, dims=(dims[0], dims[1]), strides=(strides[0],),
+                    box=(box[0], box[1]), estr=(estr[0], estr[1]), rest=(interleave, swizzle, l2, oob))
+        ctypes.memmove(out, bytes(range(128)), 128)
+        return 0
+
+    monkeypatch.setattr(mod, "_libcuda", fake)
+    m = mod._local_tensor_map(0x7F0000001000, 1000, 136, 136, "bf16", 256, 64)
+    assert seen == {"dtype": 9, "rank": 2, "addr": 0x7F0000001000, "dims": (136, 1000), "strides": (272,),
+                    "box": (64, 256), "estr": (1, 1), "rest": (0, 3, 3, 0)}
+    assert isinstance(m, np.void) and m.dtype.itemsize == 128 and bytes(m) == bytes(range(128))
+    from cupy._core import _scalar
+    arg = _scalar.CScalar(m)
+    assert ctypes.string_at(arg.ptr, 128) == bytes(range(128))
+    with pytest.raises(ValueError, match="16 bytes"):
+        mod._local_tensor_map(0x7F0000001000, 1000, 131, 131, "f16", 128, 64)   # K % 8 != 0: not padded
