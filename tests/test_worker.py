@@ -473,3 +473,41 @@ def test_a_worker_whose_processes_never_settle_is_killed_and_reported_as_a_crash
         assert not out.ok and out.kind == "crash" and "kept changing" in out.message
     finally:
         w.close()
+
+
+PEEK_OTHER = '''
+import os
+def solve(a, b, c):
+    other = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "other.txt")).read()
+    try:
+        seen = os.listdir(other)
+        open(os.path.join(other, "planted.txt"), "w").write("x")
+        raise RuntimeError(f"seen={seen} wrote=True")
+    except OSError as exc:
+        raise RuntimeError(f"not seen: {exc.strerror}")
+'''
+
+
+def test_a_submission_cannot_reach_the_working_folder_of_a_worker_started_after_it(tmp_path, arrays):
+    """Red-team pass 13: workers' working folders (their HOME and TMPDIR, where grader.kernel
+    writes the compiled kernels it loads) were made in /tmp, which the submission's view does not
+    hide: its worker listed and wrote the folder of the trusted reference worker started after it
+    (whose TMPDIR holds the reference solution's cubins on a GPU), and in a batch those of other
+    students' workers. They are made in the grader cache now, which the view hides."""
+    from grader.sandbox import isolation
+    if isolation.unavailable_reason():
+        pytest.skip(isolation.unavailable_reason())
+    sub = make_submission(tmp_path, PEEK_OTHER, name="sub")
+    w = start(sub)
+    ref = Worker(WorkerConfig("host", make_submission(tmp_path, ADD, name="ref"), (), ("a", "b", "c"), 20.0, 5.0,
+                              trusted=True))
+    try:
+        assert w.ensure().ok, w.log_tail()
+        assert ref.ensure().ok   # started after the submission's worker, as the reference is in a grade
+        (sub / "other.txt").write_text(str(ref.cwd))
+        out = run(w, arrays)
+        assert "not seen" in out.message, out.message
+        assert not (ref.cwd / "planted.txt").exists()
+    finally:
+        w.close()
+        ref.close()
