@@ -511,3 +511,36 @@ def test_a_submission_cannot_reach_the_working_folder_of_a_worker_started_after_
     finally:
         w.close()
         ref.close()
+
+
+def test_a_reply_nested_too_deeply_to_decode_is_the_workers_crash_not_the_graders(tmp_path, arrays):
+    """Red-team pass 13: solve wrote a reply of 200000 nested arrays on the worker's socket; the
+    parent's json.loads raised RecursionError, which no handler took for a malformed message, and
+    the whole grade ended as a grader error (exit 4; in a batch an "error" row graded again on every
+    run, so a failing submission had no score instead of 0). It is a malformed message now: the
+    case fails as the worker's crash."""
+    import socket as socketlib
+    import time
+    from grader.sandbox import protocol
+    a, b = socketlib.socketpair()
+    try:
+        import threading
+        data = b"[" * 200000 + b"]" * 200000
+        sender = threading.Thread(target=a.sendall, args=(protocol._HEADER.pack(len(data)) + data,))
+        sender.start()   # more than a socket buffer holds
+        with pytest.raises(protocol.ProtocolError, match="malformed"):
+            protocol.recv(b, time.monotonic() + 20)
+        sender.join()
+    finally:
+        a.close()
+        b.close()
+    body = ("import socket, struct, sys, time\n_s = socket.socket(fileno=int(sys.argv[1]))\n"
+            "def solve(a, b, c):\n    d = b'[' * 200000 + b']' * 200000\n"
+            "    _s.sendall(struct.pack('<Q', len(d)) + d)\n    time.sleep(30)\n")
+    w = start(make_submission(tmp_path, body), call_s=20.0)
+    try:
+        assert w.ensure().ok
+        out = run(w, arrays, timeout=20.0)
+        assert not out.ok and out.kind == "crash", out
+    finally:
+        w.close()
