@@ -195,7 +195,7 @@ def test_the_worker_never_imports_from_its_working_directory(tmp_path, arrays, m
     (planted / "grader" / "sandbox").mkdir(parents=True)
     (planted / "grader" / "__init__.py").write_text("raise SystemExit('shadowed')\n")
     (planted / "grader" / "sandbox" / "__init__.py").write_text("")
-    monkeypatch.setattr(tempfile, "mkdtemp", lambda prefix="": str(planted))
+    monkeypatch.setattr(tempfile, "mkdtemp", lambda prefix="", dir=None: str(planted))
     w = start(make_submission(tmp_path, ADD))
     try:
         assert w.cwd is None
