@@ -239,6 +239,18 @@ def _isolation_refusal() -> str | None:
         f"here ({why}); fix: grade where user namespaces work, or pass --allow-unisolated to grade anyway")
 
 
+def _secret_refusal() -> str | None:
+    """Why --mode grading cannot keep its cases and benchmark inputs from the students here (None: it
+    can): without $GRADER_SECRET (unset, or empty as a CI secret that was never defined expands to)
+    the seed is the public one, so every case and every timed input set is the one a student's own
+    ``grade --mode grading`` draws, and a submission can precompute their outputs."""
+    if os.environ.get(SECRET_ENV, "").strip():
+        return None
+    return (f"--mode grading needs ${SECRET_ENV} (any private string; it is mixed into the seed of the cases and "
+            f"of the benchmark inputs): without it they are the public ones a student can reproduce and "
+            f"precompute; fix: set {SECRET_ENV}, e.g. from your CI's secrets")
+
+
 def _tracer_refusal() -> str | None:
     """Why --mode grading cannot trace the submission's kernels here (None: it can; builds the tracer)."""
     from grader.sandbox.kernel_trace import build as build_tracer
@@ -364,6 +376,9 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
         if why_not is not None:
             _emit_error(fmt, output, json_out, ex.name, str(sub), "no_isolation", why_not, EXIT_ERROR,
                         spec.total_points)
+    if mode == "grading" and _secret_refusal() is not None:
+        _emit_error(fmt, output, json_out, ex.name, str(sub), "no_secret", _secret_refusal(), EXIT_ERROR,
+                    spec.total_points)
     from grader.static import static_check
     problem = static_check(spec, sub)
     if problem:  # before looking for a GPU: a missing or forbidden submission is the user's to fix
@@ -977,6 +992,9 @@ def batch_cmd(submissions: str, names: str, gpus: str, out: str, fmt: str, mode:
             if why_not is not None:
                 click.echo(f"grade batch: nothing was graded: {why_not}", err=True)
                 sys.exit(EXIT_ERROR)
+    if mode == "grading" and _secret_refusal() is not None:   # once, not once per student
+        click.echo(f"grade batch: nothing was graded: {_secret_refusal()}", err=True)
+        sys.exit(EXIT_ERROR)
     extra = (["--mode", mode] + (["--backend", backend] if backend != "auto" else [])
              + (["--case-limit", str(case_limit)] if case_limit else [])
              + (["--allow-unisolated"] if allow_unisolated else []))

@@ -381,6 +381,12 @@ def test_a_result_file_is_written_when_the_time_limit_hits(runner, tmp_path, fmt
 
 
 # -- batch -----------------------------------------------------------------------------------------
+@pytest.fixture(autouse=True)
+def _grading_secret(monkeypatch):
+    """`grade batch` grades in --mode grading by default, which refuses without $GRADER_SECRET."""
+    monkeypatch.setenv("GRADER_SECRET", "instructor-tests")
+
+
 def _submissions(tmp_path: Path) -> Path:
     subs = tmp_path / "subs"
     shutil.copytree(COURSE / "solutions" / "ex90_add", subs / "alice" / "ex90")
@@ -553,7 +559,7 @@ def test_cluster_chunks_cover_every_pair_once():
     assert chunks([], 5) == []
 
 
-def test_batch_regrades_a_changed_submission_another_mode_and_a_grade_that_could_not_run(runner, tmp_path):
+def test_batch_regrades_a_changed_submission_another_mode_and_a_grade_that_could_not_run(runner, tmp_path, monkeypatch):
     """Resume reuses a result only when it was graded from the same files, mode and format, and
     could run (status "error" is the machine's failure, not the submission's: graded again)."""
     subs, res = _submissions(tmp_path), tmp_path / "res"
@@ -568,6 +574,7 @@ def test_batch_regrades_a_changed_submission_another_mode_and_a_grade_that_could
     rows = {r["student"]: r for r in json.loads((res / "summary.json").read_text())["rows"]}
     assert rows["alice"]["reused"] and not rows["bob"]["reused"] and rows["bob"]["correct"]
     assert not rows["carol"]["reused"]
+    monkeypatch.setenv("GRADER_SECRET", "batch-test")   # --mode grading refuses to run without one
     assert runner.invoke(cli.main, [*args[:-4], "--mode", "grading", "--allow-unisolated", "--exercises", "ex90"]).exit_code == 0
     rows = json.loads((res / "summary.json").read_text())["rows"]
     assert not any(r["reused"] for r in rows)
@@ -650,3 +657,26 @@ def test_batch_names_a_wrong_layout_and_never_grades_its_own_results(runner, tmp
     (subs / "results").mkdir()
     jobs, missing = gb.discover(subs, list_exercises(COURSE), skip=subs / "results")
     assert "results" not in {j.student for j in [*jobs, *missing]}
+
+
+@pytest.mark.parametrize("secret", [None, "", "  "])
+def test_grading_mode_refuses_without_a_secret(runner, tmp_path, monkeypatch, secret):
+    """Red-team pass 13: --mode grading without $GRADER_SECRET (unset, or empty as GitHub Actions
+    expands a secret that was never defined) silently used the public seed: every case and every
+    timed input set was the one a student's own `grade --mode grading` draws, so a submission could
+    replay them and serve precomputed outputs. Both `grade` and `grade batch` refuse now (exit 4),
+    writing the result file with the reason."""
+    if secret is None:
+        monkeypatch.delenv("GRADER_SECRET", raising=False)
+    else:
+        monkeypatch.setenv("GRADER_SECRET", secret)
+    out = tmp_path / "r.json"
+    res = runner.invoke(cli.main, ["ex90", "--root", str(COURSE), "--backend", "host", "--mode", "grading",
+                                   "--allow-unisolated", "--format", "json", "--output", str(out)])
+    assert res.exit_code == 4, res.output
+    data = json.loads(out.read_text())
+    assert data["reason_kind"] == "no_secret" and "GRADER_SECRET" in data["reason"]
+    subs = _submissions(tmp_path)
+    res = runner.invoke(cli.main, ["batch", str(subs), "--root", str(COURSE), "--backend", "host", "--out",
+                                   str(tmp_path / "res"), "--mode", "grading", "--allow-unisolated", "--exercises", "ex90"])
+    assert res.exit_code == 4 and "nothing was graded" in res.output and "GRADER_SECRET" in res.output, res.output

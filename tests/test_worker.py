@@ -210,7 +210,7 @@ def test_the_worker_never_imports_from_its_working_directory(tmp_path, arrays, m
     (planted / "grader" / "sandbox").mkdir(parents=True)
     (planted / "grader" / "__init__.py").write_text("raise SystemExit('shadowed')\n")
     (planted / "grader" / "sandbox" / "__init__.py").write_text("")
-    monkeypatch.setattr(tempfile, "mkdtemp", lambda prefix="": str(planted))
+    monkeypatch.setattr(tempfile, "mkdtemp", lambda prefix="", dir=None: str(planted))
     w = start(make_submission(tmp_path, ADD))
     try:
         assert w.cwd is None
@@ -660,5 +660,74 @@ def test_the_log_is_read_through_its_descriptor_not_a_path_the_worker_can_replac
         assert "TOPSECRET" not in out.detail
         assert w.ensure().ok and w.starts == 2
         assert secret.read_text() == "TOPSECRET-6b1d\n"    # the second start did not write through the link
+
+
+PEEK_OTHER = '''
+import os
+def solve(a, b, c):
+    other = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "other.txt")).read()
+    try:
+        seen = os.listdir(other)
+        open(os.path.join(other, "planted.txt"), "w").write("x")
+        raise RuntimeError(f"seen={seen} wrote=True")
+    except OSError as exc:
+        raise RuntimeError(f"not seen: {exc.strerror}")
+'''
+
+
+def test_a_submission_cannot_reach_the_working_folder_of_a_worker_started_after_it(tmp_path, arrays):
+    """Red-team pass 13: workers' working folders (their HOME and TMPDIR, where grader.kernel
+    writes the compiled kernels it loads) were made in /tmp, which the submission's view does not
+    hide: its worker listed and wrote the folder of the trusted reference worker started after it
+    (whose TMPDIR holds the reference solution's cubins on a GPU), and in a batch those of other
+    students' workers. They are made in the grader cache now, which the view hides."""
+    from grader.sandbox import isolation
+    if isolation.unavailable_reason():
+        pytest.skip(isolation.unavailable_reason())
+    sub = make_submission(tmp_path, PEEK_OTHER, name="sub")
+    w = start(sub)
+    ref = Worker(WorkerConfig("host", make_submission(tmp_path, ADD, name="ref"), (), ("a", "b", "c"), 20.0, 5.0,
+                              trusted=True))
+    try:
+        assert w.ensure().ok, w.log_tail()
+        assert ref.ensure().ok   # started after the submission's worker, as the reference is in a grade
+        (sub / "other.txt").write_text(str(ref.cwd))
+        out = run(w, arrays)
+        assert "not seen" in out.message, out.message
+        assert not (ref.cwd / "planted.txt").exists()
+    finally:
+        w.close()
+        ref.close()
+
+
+def test_a_reply_nested_too_deeply_to_decode_is_the_workers_crash_not_the_graders(tmp_path, arrays):
+    """Red-team pass 13: solve wrote a reply of 200000 nested arrays on the worker's socket; the
+    parent's json.loads raised RecursionError, which no handler took for a malformed message, and
+    the whole grade ended as a grader error (exit 4; in a batch an "error" row graded again on every
+    run, so a failing submission had no score instead of 0). It is a malformed message now: the
+    case fails as the worker's crash."""
+    import socket as socketlib
+    import time
+    from grader.sandbox import protocol
+    a, b = socketlib.socketpair()
+    try:
+        import threading
+        data = b"[" * 200000 + b"]" * 200000
+        sender = threading.Thread(target=a.sendall, args=(protocol._HEADER.pack(len(data)) + data,))
+        sender.start()   # more than a socket buffer holds
+        with pytest.raises(protocol.ProtocolError, match="malformed"):
+            protocol.recv(b, time.monotonic() + 20)
+        sender.join()
+    finally:
+        a.close()
+        b.close()
+    body = ("import socket, struct, sys, time\n_s = socket.socket(fileno=int(sys.argv[1]))\n"
+            "def solve(a, b, c):\n    d = b'[' * 200000 + b']' * 200000\n"
+            "    _s.sendall(struct.pack('<Q', len(d)) + d)\n    time.sleep(30)\n")
+    w = start(make_submission(tmp_path, body), call_s=20.0)
+    try:
+        assert w.ensure().ok
+        out = run(w, arrays, timeout=20.0)
+        assert not out.ok and out.kind == "crash", out
     finally:
         w.close()

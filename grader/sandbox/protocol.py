@@ -48,8 +48,8 @@ def recv(sock: socket.socket, deadline: float | None = None) -> dict[str, Any]:
         raise ProtocolError(f"message of {size} bytes exceeds {MAX_MESSAGE}")
     try:
         message = json.loads(_recv_exact(sock, size, deadline))
-    except ValueError as exc:
-        raise ProtocolError(f"malformed message: {exc}") from None
+    except (ValueError, RecursionError) as exc:   # RecursionError: arrays or objects nested deeper than
+        raise ProtocolError(f"malformed message: {exc}") from None   # the decoder's recursion limit
     if not isinstance(message, dict):
         raise ProtocolError("message is not an object")
     return message

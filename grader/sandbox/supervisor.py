@@ -197,6 +197,23 @@ def worker_kernel_cache(home: Path, config: WorkerConfig) -> Path:
     return kernel_cache_dir(config.submission) if config.trusted else home / "kernel-cache"
 
 
+def workers_root() -> str | None:
+    """Where workers' private working directories (their HOME and TMPDIR) are made: a folder of the
+    grader cache, which every submission's view hides (see Worker._view; its own directory is shown
+    again). Not the system's temporary folder: there a submission's worker could list, read and
+    write the working directories of the workers started after it, the trusted reference's among
+    them, whose TMPDIR holds the reference solution's compiled kernels (grader.kernel writes each
+    cubin there and loads it), and in ``grade batch --gpus`` those of other students' workers.
+    None (the system's temporary folder) when the cache cannot be made."""
+    folder = kernel_cache_root().parent / "workers"
+    try:
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        folder.chmod(0o700)
+    except OSError:
+        return None
+    return str(folder)
+
+
 def _worker_env(token: str, home: Path, config: WorkerConfig) -> dict[str, str]:
     """The worker's environment: no GRADER_* variables, its token, a private HOME, Python user
     base and TMPDIR (its working folder) so that nothing it writes there (a usercustomize.py, say)
@@ -517,7 +534,7 @@ class Worker:
     def _new_cwd(self) -> None:
         if self.cwd is not None:
             shutil.rmtree(self.cwd, ignore_errors=True)
-        self.cwd = Path(tempfile.mkdtemp(prefix="grade-worker-cwd-"))
+        self.cwd = Path(tempfile.mkdtemp(prefix="grade-worker-cwd-", dir=workers_root()))
 
     def close(self) -> None:
         if self.alive and self.sock is not None:
