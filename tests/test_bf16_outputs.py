@@ -217,3 +217,60 @@ def test_the_sanitize_runner_poisons_a_bfloat16_output_in_its_bits():
     x, y, a = args
     assert x.dtype == np.float32 and y.dtype == np.uint16 and y.shape == (33,) and np.all(y == 0x7FDA)
     assert [(d["name"], d["bytes"]) for d in allocs] == [("x", 132), ("y", 66)]
+
+
+# -- variants: in place, norm-wise tolerance, type variable -------------------------------------------------
+def _variant(tmp_path, old: str, new: str):
+    import shutil
+    folder = tmp_path / "ex92_scale_bf16"
+    shutil.copytree(SPEC.parent, folder)
+    spec_file = folder / "spec.toml"
+    text = spec_file.read_text()
+    for o, n in zip(old.split("|"), new.split("|")):
+        assert o in text, o
+        text = text.replace(o, n)
+    spec_file.write_text(text)
+    return load_spec(spec_file)
+
+
+def test_an_in_place_bfloat16_output_starts_from_its_drawn_bits_and_is_compared_decoded(tmp_path):
+    spec = _variant(tmp_path, 'shape = ["n"] }]\nscalars|[[edge_cases]]\nn = 1\n',
+                    'shape = ["n"], inplace = true }]\nscalars|[[values.y]]\nkind = "normal"\nmean = 0\nstd = 1\n'
+                    '[[edge_cases]]\nn = 1\n')
+    (spec.directory / "reference.py").write_text("def reference(xp, x, y, a):\n    return a * x.astype(xp.float64) + y\n")
+    inst = Instance(spec, HostBackend(), load_oracle(spec), edge_cases(spec, PROFILE, seed=0)[1])
+    try:
+        inst.reset()
+        y = inst.arrays["y"].array
+        start = inst.values["y"]
+        assert y.dtype == np.uint16 and np.array_equal(y, start)   # not poisoned
+        message, details = inst.check()
+        assert message and "never written" not in details[0]
+        a, x = np.float32(inst.values["a"].item()), inst.values["x"]
+        y[...] = _bf16(a * x + decode(np, start, "bfloat16"))
+        assert inst.check() == ("", [])
+    finally:
+        inst.free()
+
+
+def test_a_normwise_bfloat16_tolerance_uses_its_eps(tmp_path):
+    from grader.compare import resolve_normwise
+    spec = _variant(tmp_path, 'rtol = "eps"\natol = 0', 'normwise = "2 * eps"')
+    tol = spec.tolerances["bfloat16"]
+    assert not tol.elementwise and resolve_normwise(tol, "bfloat16", {"n": 8}) == 2.0 ** -6
+    r = grade_folder(spec, SOLUTION, backend="host", profile=PROFILE, benchmark=False)
+    assert r.correct, r.smallest_failure
+
+
+def test_a_type_variable_may_make_the_output_bfloat16(tmp_path):
+    spec = _variant(tmp_path, '[signature]|dtype = "bfloat16"|[tolerance.bfloat16]|dims = { n = 2048 }',
+                    '[types]\nT = ["float32", "bfloat16"]\n\n[signature]|dtype = "T"|'
+                    '[tolerance.float32]\nrtol = 1e-6\natol = 0\n[tolerance.bfloat16]|'
+                    'dims = { n = 2048 }\ntypes = { T = "bfloat16" }')
+    body = _ROUND + "\ndef solve(x, y, a):\n    v = (a * x).astype(np.float32)\n" \
+                    "    y[...] = bits(v) if y.dtype == np.uint16 else v\n"
+    r = grade_folder(spec, fake(tmp_path, body), backend="host", profile=PROFILE, benchmark=False)
+    assert r.correct, r.smallest_failure
+    assert any("T=bfloat16" in c.description for c in r.cases) and any("T=float32" in c.description for c in r.cases)
+    results = {c.name: c for c in run_controls(spec, examples=4)}
+    assert all(c.ok for c in results.values()), [(c.name, c.diagnosis) for c in results.values() if not c.ok]
