@@ -274,3 +274,18 @@ def test_a_type_variable_may_make_the_output_bfloat16(tmp_path):
     assert any("T=bfloat16" in c.description for c in r.cases) and any("T=float32" in c.description for c in r.cases)
     results = {c.name: c for c in run_controls(spec, examples=4)}
     assert all(c.ok for c in results.values()), [(c.name, c.diagnosis) for c in results.values() if not c.ok]
+
+
+def test_timed_bfloat16_outputs_are_checked(tmp_path):
+    """At the benchmark's shape, replays the first answer it computed: the check of the timed
+    rounds' outputs (fresh inputs every round) fails it."""
+    body = _ROUND + "\n_cache = {}\ndef solve(x, y, a):\n    if x.size == 2048 and 2048 in _cache:\n" \
+                    "        y[...] = _cache[2048]\n        return\n    y[...] = bits(a * x)\n" \
+                    "    if x.size == 2048:\n        _cache[2048] = y.copy()\n"
+    r = grade_folder(load_spec(SPEC), fake(tmp_path, body), backend="host", profile=PROFILE, reference=SOLUTION,
+                     policy=StopPolicy(min_samples=5, max_seconds=0.5, warmup_ms=1))
+    failures = [b.submission.failure for b in r.benchmarks if b.submission.failure]
+    drawn = [c for c in r.cases if c.origin != "benchmark"]
+    assert drawn and all(c.status == "pass" for c in drawn), r.smallest_failure   # right when checked once
+    assert failures and "input set" in failures[0] and "wrong output (y: " in failures[0], failures
+    assert not r.correct and r.score.total == 0
