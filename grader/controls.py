@@ -129,7 +129,7 @@ def applicable(spec: Spec, control: str) -> str | None:
         # float16's rounding of the inputs (relative 2^-11) is below the outputs' own (2^-8): a
         # tolerance that accepts a correctly rounded bfloat16 result accepts this control too
         return ("every output is bfloat16, whose own rounding (2^-8) exceeds the float16 rounding of the "
-                "inputs (2^-11): no tolerance a right bfloat16 answer passes can fail it")
+                "inputs (2^-11): a tolerance that accepts a right bfloat16 answer accepts this control too")
     return None
 
 
