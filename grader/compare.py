@@ -24,6 +24,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from grader.dtypes import decode, storage_dtype
 from grader.expr import Expr
 from grader.spec import Tolerance, machine_epsilon
 
@@ -35,6 +36,10 @@ POISON_BITS = {
     "float16": (np.uint16, 0x7E5A),
     "float32": (np.uint32, 0x7FD1DEAD),
     "float64": (np.uint64, 0x7FF8DEADBEEFDEAD),
+    # bfloat16 (stored as uint16 bits, see grader.dtypes): a quiet NaN whose payload (0x5A) differs
+    # from the canonical 0x7FC0 that __float2bfloat16(NAN) and a float32 NaN's top half give, so a
+    # kernel that computes a NaN is told from one that never wrote the element
+    "bfloat16": (np.uint16, 0x7FDA),
     "int8": (np.uint8, 0xA5), "uint8": (np.uint8, 0xA5),
     "int32": (np.uint32, 0xA5A5A5A5), "uint32": (np.uint32, 0xA5A5A5A5),
     "int64": (np.uint64, 0xA5A5A5A5A5A5A5A5),
@@ -42,8 +47,15 @@ POISON_BITS = {
 
 
 def poison_value(dtype: str) -> tuple[Any, int]:
-    """(unsigned view dtype, bit pattern) to fill an output of ``dtype`` with."""
+    """(unsigned view dtype, bit pattern) to fill an output of spec dtype ``dtype`` with (a
+    bfloat16 output, stored as uint16, gets its own pattern: pass the spec dtype, not the storage
+    dtype). Raises KeyError for a dtype without one."""
     return POISON_BITS[dtype]
+
+
+def is_float(dtype: str) -> bool:
+    """Whether spec dtype ``dtype`` is compared as floating point (float16/32/64, bfloat16)."""
+    return dtype.startswith("float") or dtype == "bfloat16"
 
 
 @dataclass(frozen=True)
@@ -68,6 +80,7 @@ class Mismatch:
     normwise_bound: float | None = None
     atol_varies: bool = False
     hint: str | None = None
+    first_bad_bits: str | None = None     # the raw bits there in hex, for outputs stored as bits (bfloat16)
 
     @property
     def normwise_failed(self) -> bool:
@@ -89,7 +102,8 @@ class Mismatch:
         if self.n_nan:
             parts.append(f"{self.n_nan} NaN")
         text = "; ".join(parts)
-        text += f"; first at [{idx}]: got {self.first_bad_got:.7g}, expected {self.first_bad_expected:.7g}"
+        bits = f" (bits {self.first_bad_bits})" if self.first_bad_bits else ""
+        text += f"; first at [{idx}]: got {self.first_bad_got:.7g}{bits}, expected {self.first_bad_expected:.7g}"
         if math.isfinite(self.max_abs_err):
             text += f"; max abs err {self.max_abs_err:.3g}, max rel err {self.max_rel_err:.3g}"
         if not self.normwise_failed:
@@ -134,11 +148,11 @@ def resolve_normwise(tol: Tolerance, dtype: str, dims: Mapping[str, int]) -> flo
 
 def compare(name: str, out: Any, ref: Any, tol: Tolerance, atol: Any, equal_nan: bool, xp: Any,
             axis_names: Sequence[str] = (), normwise: float | None = None, rtol: float | None = None,
-            large: Sequence[tuple[str, int]] = ()) -> Mismatch | None:
+            large: Sequence[tuple[str, int]] = (), dtype: str | None = None) -> Mismatch | None:
     """None when ``out`` matches ``ref`` within tolerance, else a :class:`Mismatch`.
 
     Args:
-        out: the submission's output (any dtype, same shape as ``ref``).
+        out: the submission's output (same shape as ``ref``), in the storage dtype of ``dtype``.
         ref: the oracle's output, float64 (or an integer dtype for exact outputs).
         atol: resolved absolute tolerance (see :func:`resolve_atol`): a float or an array of
             ``out``'s shape.
@@ -147,11 +161,18 @@ def compare(name: str, out: Any, ref: Any, tol: Tolerance, atol: Any, equal_nan:
         rtol: resolved relative tolerance (default: ``tol.rtol``, which must then be a number).
         large: (name, elements) of the case's arrays with more than 2^31 - 1 elements, for the
             "index overflow?" hint.
+        dtype: the output's spec dtype (default: ``out``'s own dtype). "bfloat16": ``out`` holds
+            uint16 bits, which are decoded to float32 chunk by chunk; the poison is looked for in
+            the bits, and the mismatch carries the first wrong element's bits in hex.
+
+    Raises:
+        ValueError: shapes differ, ``atol``'s size differs, or ``out`` is not in ``dtype``'s storage dtype.
     """
     if rtol is None:
         rtol = float(tol.rtol)  # type: ignore[arg-type]
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        return _compare(name, out, ref, tol, atol, equal_nan, xp, axis_names, normwise, rtol, large)
+        return _compare(name, out, ref, tol, atol, equal_nan, xp, axis_names, normwise, rtol, large,
+                        dtype or str(out.dtype))
 
 
 def _chunks(size: int) -> range:
@@ -160,11 +181,12 @@ def _chunks(size: int) -> range:
 
 def _compare(name: str, out: Any, ref: Any, tol: Tolerance, atol: Any, equal_nan: bool, xp: Any,
              axis_names: Sequence[str], normwise: float | None, rtol: float,
-             large: Sequence[tuple[str, int]]) -> Mismatch | None:
+             large: Sequence[tuple[str, int]], dtype: str) -> Mismatch | None:
     if out.shape != ref.shape:
         raise ValueError(f"{name}: shape {out.shape} differs from the oracle's {ref.shape}")
-    dtype = str(out.dtype)
-    exact = not dtype.startswith("float")
+    if str(out.dtype) != storage_dtype(dtype):
+        raise ValueError(f"{name}: a {dtype} output is stored as {storage_dtype(dtype)}, got {out.dtype}")
+    exact = not is_float(dtype)
     size = int(out.size)
     flat_out, flat_ref = out.reshape(-1), ref.reshape(-1)
     atol_arr = atol.reshape(-1) if hasattr(atol, "shape") else None
@@ -179,6 +201,7 @@ def _compare(name: str, out: Any, ref: Any, tol: Tolerance, atol: Any, equal_nan
         hi = min(size, lo + CHUNK)
         o, r = flat_out[lo:hi], flat_ref[lo:hi]
         unwritten = o.view(view) == view(bits)
+        o = decode(xp, o, dtype)   # bfloat16 bits -> float32 (other dtypes: unchanged)
         n_unwritten += int(unwritten.sum())
         if exact:
             ok = o.astype(xp.int64) == r.astype(xp.int64) if r.dtype.kind in "iu" else o.astype(xp.float64) == r
@@ -212,7 +235,8 @@ def _compare(name: str, out: Any, ref: Any, tol: Tolerance, atol: Any, equal_nan
             for cut in (rms_allowed, 0.0):  # if the error is spread thinly: every element that differs
                 for lo in _chunks(size):
                     hi = min(size, lo + CHUNK)
-                    d = xp.abs(flat_out[lo:hi].astype(xp.float64) - flat_ref[lo:hi].astype(xp.float64))
+                    d = xp.abs(decode(xp, flat_out[lo:hi], dtype).astype(xp.float64)
+                               - flat_ref[lo:hi].astype(xp.float64))
                     bad[lo:hi] |= d > cut
                 if bool(bad.any()):
                     break
@@ -224,7 +248,8 @@ def _compare(name: str, out: Any, ref: Any, tol: Tolerance, atol: Any, equal_nan
     for lo in _chunks(size):
         hi = min(size, lo + CHUNK)
         b = bad[lo:hi]
-        got64, ref64 = flat_out[lo:hi].astype(xp.float64), flat_ref[lo:hi].astype(xp.float64)
+        got64 = decode(xp, flat_out[lo:hi], dtype).astype(xp.float64)
+        ref64 = flat_ref[lo:hi].astype(xp.float64)
         if not exact:
             unwritten = flat_out[lo:hi].view(view) == view(bits)
             n_nan += int((xp.isnan(got64) & ~unwritten & b).sum())
@@ -243,11 +268,12 @@ def _compare(name: str, out: Any, ref: Any, tol: Tolerance, atol: Any, equal_nan
     return Mismatch(
         output=name, n_total=size, n_bad=n_bad, n_unwritten=n_unwritten, n_nan=n_nan,
         max_abs_err=max_abs, max_rel_err=max_rel, first_bad_index=first,
-        first_bad_got=float(flat_out[flat_first].astype(xp.float64)),
+        first_bad_got=float(decode(xp, flat_out[flat_first:flat_first + 1], dtype).astype(xp.float64)[0]),
         first_bad_expected=float(flat_ref[flat_first].astype(xp.float64)),
         pattern=describe_pattern(bad_nd, xp, axis_names), atol=atol_first, rtol=rtol,
         normwise_err=norm_err, normwise_bound=normwise, atol_varies=atol_arr is not None,
-        hint=index_overflow_hint(flat_first if n_bad else None, large))
+        hint=index_overflow_hint(flat_first if n_bad else None, large),
+        first_bad_bits=f"0x{int(flat_out[flat_first]):04X}" if dtype == "bfloat16" else None)
 
 
 def index_overflow_hint(first_bad: int | None, large: Sequence[tuple[str, int]] = ()) -> str | None:

@@ -157,8 +157,8 @@ class Instance:
             g = self.arrays[t.name]
             if t.inplace:
                 g.array[...] = self.values[t.name]
-            else:
-                g.poison(*poison_value(g.dtype))
+            else:   # by the spec dtype: a bfloat16 output (uint16 storage) has its own NaN pattern
+                g.poison(*poison_value(t.concrete_dtype(self.types)))
         for g in self.arrays.values():
             g.fill_guards()
         self.backend.synchronize()
@@ -197,11 +197,13 @@ class Instance:
         large = self.large_arrays()
         for t, ref, mag in zip(spec.outputs, self.expected, self.magnitudes):
             g = self.arrays[t.name]
-            tol = spec.tolerances[t.concrete_dtype(self.types)]
-            atol = resolve_atol(tol, g.dtype, self.dims, named, xp, mag)
+            dtype = t.concrete_dtype(self.types)   # the spec dtype (g.dtype is its storage dtype)
+            tol = spec.tolerances[dtype]
+            atol = resolve_atol(tol, dtype, self.dims, named, xp, mag)
             axes = [s if isinstance(s, str) else f"axis {i}" for i, s in enumerate(t.shape)]
             mm = compare(t.name, g.array, ref, tol, atol, spec.equal_nan, xp, axes,
-                         resolve_normwise(tol, g.dtype, self.dims), resolve_rtol(tol, g.dtype, self.dims), large)
+                         resolve_normwise(tol, dtype, self.dims), resolve_rtol(tol, dtype, self.dims), large,
+                         dtype=dtype)
             if mm is not None:
                 details.append(mm.summary())
         if details:

@@ -48,7 +48,8 @@ def allocate(spec: Any, case: Any, cupy: Any) -> tuple[list[Any], list[dict[str,
     """solve's arguments for ``case``, each array in its own exact-size allocation (with the spec's
     misaligned offset before the data, so the data still ends where the allocation ends), in the
     storage dtype of its spec dtype (``grader.dtypes.storage_dtype``: a bfloat16 tensor is uint16
-    bits, as the grader's own buffers hold it; its drawn values come encoded from make_inputs).
+    bits, as the grader's own buffers hold it; its drawn values come encoded from make_inputs; a pure
+    bfloat16 output is poisoned with ``grader.compare.poison_value("bfloat16")``).
     Returns (the arguments in solve's order, each allocation's name, base pointer and bytes).
     ``cupy`` is the array module (numpy in tests); raises what it raises (out of memory)."""
     from grader.cases import make_inputs
@@ -60,7 +61,8 @@ def allocate(spec: Any, case: Any, cupy: Any) -> tuple[list[Any], list[dict[str,
     arrays: dict[str, Any] = {}
     allocations = []
     for t in (*spec.inputs, *spec.outputs):
-        shape, dtype = t.concrete_shape(dims), storage_dtype(t.concrete_dtype(types))
+        spec_dtype = t.concrete_dtype(types)
+        shape, dtype = t.concrete_shape(dims), storage_dtype(spec_dtype)
         offset = t.offset_elements(dims)
         size = 1
         for s in shape:
@@ -70,7 +72,7 @@ def allocate(spec: Any, case: Any, cupy: Any) -> tuple[list[Any], list[dict[str,
         if t.name in values:  # inputs and in-place outputs
             a[...] = values[t.name]
         else:
-            view_dtype, bits = poison_value(dtype)
+            view_dtype, bits = poison_value(spec_dtype)   # bfloat16: its own NaN pattern in the uint16 bits
             a.view(view_dtype)[...] = view_dtype(bits)
         arrays[t.name] = a
         ptr = base.data.ptr if hasattr(base.data, "ptr") else base.ctypes.data  # cupy / numpy (tests)

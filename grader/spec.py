@@ -19,7 +19,12 @@ from typing import Any, Mapping
 from grader.expr import Expr, ExprError
 
 DTYPES = ("float16", "bfloat16", "float32", "float64", "int8", "uint8", "int32", "uint32", "int64")
-INPUT_ONLY_DTYPES = ("bfloat16",)   # stored as raw bits (see grader.dtypes); never an output
+BITS_DTYPES = ("bfloat16",)         # stored as raw bits (see grader.dtypes): arrays only, never a scalar
+INPUT_ONLY_DTYPES: tuple[str, ...] = ()   # dtypes an output may not have (none today: bfloat16 outputs are
+                                          # poisoned with a NaN bit pattern and decoded, see grader.compare)
+# FP8 names an output is refused with a reason (they are not in DTYPES for inputs either): e4m3 has a
+# single NaN code per sign (S.1111.111), so no spare pattern could mark an unwritten element
+FP8_RE = re.compile(r"^(float8|fp8|e4m3|e5m2)", re.IGNORECASE)
 DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
     # kind -> required parameters
     "normal": ("mean", "std"),
@@ -571,6 +576,10 @@ class _Parser:
             self.only(t, f, ("name", "dtype", "shape", "offset") + (("inplace",) if outputs else ()))
             name = self.get(t, f, "name", str)
             dtype = self.get(t, f, "dtype", str)
+            if outputs and FP8_RE.match(dtype):
+                raise self.err(f, f"dtype {dtype!r} cannot be an output's: FP8 e4m3 has no NaN code to spare for "
+                               "the poison that marks unwritten elements (its only NaN is S.1111.111)",
+                               "make the output bfloat16, float16 or float32")
             if dtype not in DTYPES and dtype not in types:
                 raise self.err(f, f"dtype {dtype!r} is not supported",
                                f"use one of {', '.join(DTYPES)} or a type variable of [types]")
@@ -605,7 +614,7 @@ class _Parser:
             dtype = self.get(sc, f, "dtype", str)
             if dtype not in DTYPES and dtype not in types:
                 raise self.err(f, f"dtype {dtype!r} is not supported", f"use one of {', '.join(DTYPES)}")
-            if set(types.get(dtype, (dtype,))) & set(INPUT_ONLY_DTYPES):
+            if set(types.get(dtype, (dtype,))) & set(BITS_DTYPES):
                 raise self.err(f, f"a scalar cannot be {dtype!r}", "pass it as float32")
             scalars.append(ScalarSpec(self.get(sc, f, "name", str), dtype))
         names = [t.name for t in (*inputs, *outputs, *scalars)]
@@ -873,8 +882,11 @@ def _abs_sum_args(e: Expr) -> list[str]:
 
 
 def machine_epsilon(dtype: str) -> float:
-    """Unit roundoff step (numpy finfo eps) for float dtypes; 0 for integers (exact)."""
+    """Unit roundoff step (numpy finfo eps: the spacing of the dtype's numbers at 1.0) for float dtypes,
+    2**-7 for bfloat16 (7 explicit mantissa bits; numpy has no bfloat16); 0 for integers (exact)."""
     import numpy as np
+    if dtype == "bfloat16":
+        return 2.0 ** -7
     return float(np.finfo(dtype).eps) if dtype.startswith("float") else 0.0
 
 

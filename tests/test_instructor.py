@@ -104,8 +104,8 @@ def test_new_from_an_existing_exercise_renames_it(runner, course):
 
 @pytest.mark.parametrize("name, words", [
     ("17_bad", "looks like ex17_my_kernel"),
-    ("ex90_again", "ex90_again: its number ex90 is taken by ex90_add; fix: choose another exNN (ex92 is free)"),
-    ("ex90_add", "ex90_add already exists (exercises/ex90_add); fix: choose another name (ex92 is free), or edit that one")])
+    ("ex90_again", "ex90_again: its number ex90 is taken by ex90_add; fix: choose another exNN (ex93 is free)"),
+    ("ex90_add", "ex90_add already exists (exercises/ex90_add); fix: choose another name (ex93 is free), or edit that one")])
 def test_new_rejects_bad_names(runner, course, name, words):
     """A new user's trial read "ex13_relu: ex13_relu already uses that number" for a name that exists."""
     out = runner.invoke(cli.main, ["new", name, "--root", str(course)])
