@@ -660,6 +660,8 @@ def test_the_log_is_read_through_its_descriptor_not_a_path_the_worker_can_replac
         assert "TOPSECRET" not in out.detail
         assert w.ensure().ok and w.starts == 2
         assert secret.read_text() == "TOPSECRET-6b1d\n"    # the second start did not write through the link
+    finally:
+        w.close()
 
 
 PEEK_OTHER = '''
