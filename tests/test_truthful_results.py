@@ -3,6 +3,7 @@ at import), tried as a student or CI would on a machine without a GPU. One test 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -335,7 +336,8 @@ def test_a_hang_while_importing_solution_py_says_so_and_where(runner, tmp_path):
     assert out.exit_code == cli.EXIT_NOT_GRADED, out.output
     reason = json.loads(path.read_text())["reason"]
     assert "solution.py did not finish importing within 6 s ([limits] compile_s)" in reason
-    assert "it was at solution.py:3" in reason and "never finishes" not in reason
+    # the loop is lines 3-4: a sample can land on either (CI saw :4 once on a loaded machine)
+    assert re.search(r"it was at solution\.py:[34]\b", reason) and "never finishes" not in reason, reason
 
 
 def test_a_batch_result_for_a_grade_that_wrote_nothing_validates(tmp_path):
