@@ -24,7 +24,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from grader.dtypes import decode, storage_dtype
+from grader.dtypes import decode, is_float, storage_dtype
 from grader.expr import Expr
 from grader.spec import Tolerance, machine_epsilon
 
@@ -51,11 +51,6 @@ def poison_value(dtype: str) -> tuple[Any, int]:
     bfloat16 output, stored as uint16, gets its own pattern: pass the spec dtype, not the storage
     dtype). Raises KeyError for a dtype without one."""
     return POISON_BITS[dtype]
-
-
-def is_float(dtype: str) -> bool:
-    """Whether spec dtype ``dtype`` is compared as floating point (float16/32/64, bfloat16)."""
-    return dtype.startswith("float") or dtype == "bfloat16"
 
 
 @dataclass(frozen=True)

@@ -122,7 +122,7 @@ class ControlResult:
 def applicable(spec: Spec, control: str) -> str | None:
     """None when the control applies to the exercise, else why not (one line, printed by
     ``grade check`` as the control's skip reason)."""
-    if control == "low_precision" and not any(dt.startswith("float") and dt != "float16"
+    if control == "low_precision" and not any(dt in ("float32", "float64")
                                               for t in spec.inputs for dt in spec.dtypes_of(t)):
         return "no float32/float64 inputs to round"
     if control == "low_precision" and all(spec.dtypes_of(t) == ("bfloat16",) for t in spec.outputs):

@@ -13,6 +13,12 @@ from typing import Any
 STORAGE = {"bfloat16": "uint16"}
 
 
+def is_float(dtype: str) -> bool:
+    """Whether spec dtype ``dtype`` holds real numbers (float16/32/64 and bfloat16): drawn from real
+    distributions, compared with a tolerance; every other spec dtype is an integer, compared exactly."""
+    return dtype.startswith("float") or dtype == "bfloat16"
+
+
 def storage_dtype(dtype: str) -> str:
     """The numpy/CuPy dtype an array of spec dtype ``dtype`` is stored in."""
     return STORAGE.get(dtype, dtype)

@@ -188,6 +188,7 @@ class Instance:
                 problems.append(f"wrote outside {name!r}: {damage} of it were changed")
         for t in spec.inputs:
             g, a = self.arrays[t.name], self.values[t.name]
+            # g.dtype is the storage dtype: bfloat16 (uint16 bits) compares bit for bit, NaN included
             same = (g.array == a) | (xp.isnan(g.array) & xp.isnan(a)) if g.dtype.startswith("float") else g.array == a
             changed = int(xp.count_nonzero(~same))
             if changed:

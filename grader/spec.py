@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from grader.dtypes import is_float
 from grader.expr import Expr, ExprError
 
 DTYPES = ("float16", "bfloat16", "float32", "float64", "int8", "uint8", "int32", "uint32", "int64")
@@ -665,7 +666,7 @@ class _Parser:
                 if kind in ("uniform", "integers", "skewed") and params["high"] <= params["low"]:
                     raise self.err(f, "high must be > low", "set high > low")
                 concrete = types.get(t.dtype, (t.dtype,))
-                int_types = [c for c in concrete if not c.startswith("float")]
+                int_types = [c for c in concrete if not is_float(c)]
                 if kind == "uniform" and int_types and len(concrete) == 1:
                     raise self.err(f, f"uniform draws reals, but {t.name} is {t.dtype}", 'use kind = "integers"')
                 if kind in REAL_ONLY and int_types:
@@ -887,7 +888,7 @@ def machine_epsilon(dtype: str) -> float:
     import numpy as np
     if dtype == "bfloat16":
         return 2.0 ** -7
-    return float(np.finfo(dtype).eps) if dtype.startswith("float") else 0.0
+    return float(np.finfo(dtype).eps) if is_float(dtype) else 0.0
 
 
 # ---------------------------------------------------------------------------------------------

@@ -105,6 +105,23 @@ def test_compare_with_a_normwise_bound_decodes_too():
     assert mm.normwise_failed and mm.first_bad_got == 100.0 and mm.first_bad_bits == "0x42C8"
 
 
+def _bf16_input_spec(tmp_path, kind_lines):
+    """ex92's spec with x a bfloat16 input drawn as ``kind_lines`` say."""
+    text = SPEC.read_text().replace('{ name = "x", dtype = "float32"', '{ name = "x", dtype = "bfloat16"')
+    text = text.replace('[[values.x]]\nkind = "normal"\nmean = 0\nstd = 1', "[[values.x]]\n" + kind_lines)
+    folder = tmp_path / SPEC.parent.name
+    folder.mkdir(exist_ok=True)
+    (folder / "spec.toml").write_text(text)
+    return folder / "spec.toml"
+
+
+def test_a_bfloat16_input_is_real_valued_for_the_spec_loader(tmp_path):
+    """A bfloat16 input draws from real distributions: the loader once took it for an integer type
+    (its name does not start with "float") and refused kind = "uniform" for it."""
+    spec = load_spec(_bf16_input_spec(tmp_path, 'kind = "uniform"\nlow = -1\nhigh = 1'))
+    assert spec.dtypes_of(spec.inputs[0]) == ("bfloat16",)
+
+
 def test_compare_refuses_a_bfloat16_output_not_stored_as_bits():
     with pytest.raises(ValueError, match="stored as uint16, got float32"):
         compare("y", np.zeros(3, np.float32), np.zeros(3), TOL, 0.0, False, np, dtype="bfloat16")
