@@ -9,6 +9,7 @@ in the report, never passed over."""
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import os
 import re
@@ -201,25 +202,101 @@ def fingerprints(code: str, macros: dict[str, tuple[bool, tuple[str, ...]]] | No
 def library_fingerprints(entries: tuple[str, ...], roots: tuple[str, ...]) -> frozenset[int]:
     """The fingerprints (:func:`fingerprints`) of the header files under the include folders
     ``roots`` that the ``forbidden_headers`` ``entries`` name: every file under a folder entry
-    ("cub/"), the file a file entry names ("cooperative_groups/reduce.h"). About 2 s (1808
-    files, 1.3 million tokens) for the default entries under CuPy 14.2's and CUDA 13.0's include
-    folders, once per process (CPU machine, 2026-12-01)."""
+    ("cub/"), the file a file entry names ("cooperative_groups/reduce.h").
+
+    Computing them reads about 1800 files (1.3 million tokens) for the default entries under CuPy
+    14.2's and CUDA 13.0's include folders: 2 s on an idle CPU core, 9 s on a busy 2-core machine
+    (CPU machine, 2026-12-01 and 2026-12-02), paid by every grade's process before this cache. So
+    they are kept once per process and on disk, in the grader's cache folder
+    (``grader.device.cache_dir()``, hidden from every submission's worker like the measured
+    ceilings), under a key of the files' paths, sizes and modification times and this module's
+    source (a change to the fingerprinting starts a new file). A cache that cannot be read or
+    written is recomputed or skipped, never trusted half."""
     from grader.sandbox.kernel_trace import header_entry_at   # what library_code counts as these headers
-    found: set[Path] = set()
+    found: dict[tuple[int, int], tuple[str, int, int]] = {}    # (device, inode) -> (path, size, mtime): the roots overlap
     for root in roots:
         for folder, _, names in os.walk(root):
+            base = os.path.relpath(folder, root).replace(os.sep, "/")
             for name in names:
-                path = Path(folder) / name
-                rel = path.relative_to(root).as_posix()
+                path = os.path.join(folder, name)
+                rel = name if base == "." else f"{base}/{name}"
                 if any(header_entry_at(rel, e) is not None for e in entries):
-                    found.add(path.resolve())
+                    try:
+                        st = os.stat(path)
+                    except OSError:
+                        continue
+                    found.setdefault((st.st_dev, st.st_ino), (path, st.st_size, st.st_mtime_ns))
+    files = sorted(found.values())
+    cache = _fingerprint_cache_path(entries, files)
+    cached = _read_fingerprint_cache(cache)
+    if cached is not None:
+        return cached
     prints: set[int] = set()
-    for path in found:
+    for path, _, _ in files:
         try:
-            prints.update(fingerprints(strip_comments(path.read_text(errors="replace"), "x.cu")))
+            prints.update(fingerprints(strip_comments(Path(path).read_text(errors="replace"), "x.cu")))
         except OSError:
             continue
-    return frozenset(prints)
+    result = frozenset(prints)
+    _write_fingerprint_cache(cache, result)
+    return result
+
+
+def _fingerprint_cache_path(entries: tuple[str, ...], files: list[tuple[str, int, int]]) -> Path | None:
+    """The cache file of the fingerprints of ``files`` (path, size in bytes, modification time in
+    ns; see :func:`library_fingerprints`), or None when the grader's cache folder cannot be made."""
+    import hashlib
+    key = hashlib.sha256(Path(__file__).read_bytes())
+    key.update(repr((entries, files)).encode())
+    try:
+        from grader.device import cache_dir
+        return cache_dir() / f"library-fingerprints-{key.hexdigest()[:24]}.u32"
+    except OSError:
+        return None
+
+
+def _read_fingerprint_cache(path: Path | None) -> frozenset[int] | None:
+    """The fingerprints stored at ``path`` (little-endian uint32s after an 8-byte count), or None
+    when there is no such file or it is not whole."""
+    if path is None:
+        return None
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    if len(data) < 8 or int.from_bytes(data[:8], "little") * 4 != len(data) - 8:
+        return None
+    import array
+    values = array.array("I")
+    if values.itemsize != 4:
+        return None
+    values.frombytes(data[8:])
+    if sys.byteorder != "little":
+        values.byteswap()
+    return frozenset(values)
+
+
+def _write_fingerprint_cache(path: Path | None, prints: frozenset[int]) -> None:
+    """Store ``prints`` at ``path`` (written whole to a temporary file, then renamed); a failure is
+    ignored (the next grade computes them again)."""
+    if path is None:
+        return
+    import array
+    values = array.array("I", sorted(prints))
+    if values.itemsize != 4:
+        return
+    if sys.byteorder != "little":
+        values.byteswap()
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            f.write(len(values).to_bytes(8, "little") + values.tobytes())
+        os.replace(tmp, path)
+    except OSError:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
 
 
 def _every_text_file(submission: Path) -> tuple[list[tuple[Path, str]], str | None]:

@@ -961,6 +961,63 @@ def test_the_copy_check_reads_only_regular_files_and_bounds_what_it_reads(tmp_pa
     assert message is not None and "holds more than" in message and "fix:" in message
 
 
+def _fake_library(tmp_path):
+    """An include root holding cub/ (two headers) and an unrelated header; its real fingerprints."""
+    from grader.static import fingerprints, strip_comments
+    root = tmp_path / "include"
+    (root / "cub" / "block").mkdir(parents=True)
+    texts = {"cub/block/reduce.cuh": "template <int N> __device__ int block_reduce(int v) { "
+                                      + " ".join(f"v = v + __shfl_xor_sync(~0u, v, {k});" for k in range(40)) + " return v; }",
+             "cub/util.cuh": "namespace cub { " + " ".join(f"constexpr int k{k} = {k} * 3 + 1;" for k in range(40)) + " }",
+             "other.h": "int unrelated_function_with_a_long_name(int a, int b) { return a * b + a - b; }"}
+    for rel, text in texts.items():
+        (root / rel).write_text(text)
+    want = set()
+    for rel in ("cub/block/reduce.cuh", "cub/util.cuh"):
+        want.update(fingerprints(strip_comments(texts[rel], "x.cu")))
+    return root, frozenset(want)
+
+
+def test_library_fingerprints_are_cached_on_disk_and_recomputed_when_a_header_changes(tmp_path, monkeypatch):
+    """Every grade's process once spent 2-9 s fingerprinting CUB and Thrust: the result is kept in the
+    grader's cache folder, keyed by the headers' paths, sizes and times (and the fingerprinting code)."""
+    from grader import static
+    monkeypatch.setenv("GRADER_CACHE_DIR", str(tmp_path / "cache"))
+    root, want = _fake_library(tmp_path)
+    static.library_fingerprints.cache_clear()
+    assert want and static.library_fingerprints(("cub/",), (str(root),)) == want
+    files = list((tmp_path / "cache").glob("library-fingerprints-*.u32"))
+    assert len(files) == 1
+    static.library_fingerprints.cache_clear()
+    real = static.fingerprints
+    monkeypatch.setattr(static, "fingerprints", lambda *a, **k: pytest.fail("recomputed despite the cache"))
+    assert static.library_fingerprints(("cub/",), (str(root),)) == want           # read back from the file
+    monkeypatch.setattr(static, "fingerprints", real)
+    header = root / "cub" / "util.cuh"
+    header.write_text(header.read_text() + " namespace cub { constexpr int extra_one = 12345 * 7 + 99; }")
+    static.library_fingerprints.cache_clear()
+    changed = static.library_fingerprints(("cub/",), (str(root),))
+    assert changed > want and len(list((tmp_path / "cache").glob("library-fingerprints-*.u32"))) == 2
+    static.library_fingerprints.cache_clear()
+
+
+@pytest.mark.parametrize("damage", ["truncated", "empty", "wrong_count"])
+def test_a_damaged_fingerprint_cache_is_recomputed_not_trusted(tmp_path, monkeypatch, damage):
+    from grader import static
+    monkeypatch.setenv("GRADER_CACHE_DIR", str(tmp_path / "cache"))
+    root, want = _fake_library(tmp_path)
+    static.library_fingerprints.cache_clear()
+    static.library_fingerprints(("cub/",), (str(root),))
+    (cache,) = (tmp_path / "cache").glob("library-fingerprints-*.u32")
+    data = cache.read_bytes()
+    cache.write_bytes({"truncated": data[:-3], "empty": b"",
+                       "wrong_count": (int.from_bytes(data[:8], "little") + 1).to_bytes(8, "little") + data[8:]}[damage])
+    static.library_fingerprints.cache_clear()
+    assert static.library_fingerprints(("cub/",), (str(root),)) == want
+    assert cache.read_bytes() == data                                                # written whole again
+    static.library_fingerprints.cache_clear()
+
+
 def test_work_started_after_a_timed_window_closed_is_read_as_late():
     """W (the timed calls synchronised), then the first work of any kind as an L line, until the B
     line of the next request the grader sent: the late work is handed over once, numbered with the
