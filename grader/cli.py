@@ -152,6 +152,10 @@ def _writable(path: str | None, option: str) -> None:
     if not path:
         return
     p = Path(path)
+    blocker = next((d for d in [p.parent, *p.parent.parents] if d.exists() and not d.is_dir()), None)
+    if blocker is not None:   # mkdir would say only "File exists"
+        raise click.BadParameter(f"cannot write {path}: {blocker} is a file, not a folder; fix: choose a "
+                                 f"path under a folder", param_hint=option)
     made = [d for d in reversed(p.parent.parents) if not d.exists()] + ([p.parent] if not p.parent.exists() else [])
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
