@@ -934,7 +934,9 @@ def new_cmd(name: str, source: str | None, root: str | None) -> None:
               help="Results folder (re-run the same command to resume).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
               help="Format of each student's own report file.")
-@click.option("--mode", type=click.Choice(["quick", "grading"]), default="grading", show_default=True)
+@click.option("--mode", type=click.Choice(["quick", "grading"]), default="grading", show_default=True,
+              help="grading: more cases, hidden checks, seed mixed with $GRADER_SECRET (refused when it is "
+                   "unset); quick: a student's fast run.")
 @click.option("--fail-under", type=float, default=None, help="Exit 1 when any score is below this.")
 @click.option("--case-limit", type=float, default=None, help="Seconds for one call of solve (default: the spec's).")
 @click.option("--allow-unisolated", is_flag=True, help="Grade in --mode grading even where the workers cannot be "
