@@ -804,9 +804,12 @@ def check_cmd(exercises: tuple[str, ...], no_controls: bool, root: str | None) -
         t.add_column(col, overflow="fold")
     failed = 0
     rows_seen = []
+    log = None if console.is_terminal else Console(stderr=True)   # a CI log: the spinner is not drawn
     with console.status("checking...") as status:
         for ex in _exercises(r, exercises):
             status.update(f"checking {ex.name}")
+            if log is not None:
+                log.print(f"checking {ex.name}...", highlight=False)
             for row in check_exercise(ex, info is not None, not no_controls, grade_fn):
                 rows_seen.append(row)
                 color = {"ok": "green", "fail": "red", "skip": "yellow", "todo": "yellow"}[row.status]
