@@ -152,6 +152,10 @@ def _writable(path: str | None, option: str) -> None:
     if not path:
         return
     p = Path(path)
+    blocker = next((d for d in [p.parent, *p.parent.parents] if d.exists() and not d.is_dir()), None)
+    if blocker is not None:   # mkdir would say only "File exists"
+        raise click.BadParameter(f"cannot write {path}: {blocker} is a file, not a folder; fix: choose a "
+                                 f"path under a folder", param_hint=option)
     made = [d for d in reversed(p.parent.parents) if not d.exists()] + ([p.parent] if not p.parent.exists() else [])
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
@@ -800,9 +804,12 @@ def check_cmd(exercises: tuple[str, ...], no_controls: bool, root: str | None) -
         t.add_column(col, overflow="fold")
     failed = 0
     rows_seen = []
+    log = None if console.is_terminal else Console(stderr=True)   # a CI log: the spinner is not drawn
     with console.status("checking...") as status:
         for ex in _exercises(r, exercises):
             status.update(f"checking {ex.name}")
+            if log is not None:
+                log.print(f"checking {ex.name}...", highlight=False)
             for row in check_exercise(ex, info is not None, not no_controls, grade_fn):
                 rows_seen.append(row)
                 color = {"ok": "green", "fail": "red", "skip": "yellow", "todo": "yellow"}[row.status]
@@ -930,7 +937,9 @@ def new_cmd(name: str, source: str | None, root: str | None) -> None:
               help="Results folder (re-run the same command to resume).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
               help="Format of each student's own report file.")
-@click.option("--mode", type=click.Choice(["quick", "grading"]), default="grading", show_default=True)
+@click.option("--mode", type=click.Choice(["quick", "grading"]), default="grading", show_default=True,
+              help="grading: more cases, hidden checks, seed mixed with $GRADER_SECRET (refused when it is "
+                   "unset); quick: a student's fast run.")
 @click.option("--fail-under", type=float, default=None, help="Exit 1 when any score is below this.")
 @click.option("--case-limit", type=float, default=None, help="Seconds for one call of solve (default: the spec's).")
 @click.option("--allow-unisolated", is_flag=True, help="Grade in --mode grading even where the workers cannot be "

@@ -70,6 +70,7 @@ def test_an_unwritable_output_is_refused_before_grading(runner, tmp_path):
     blocker.write_text("")
     out = runner.invoke(cli.main, ["ex01", "--root", str(ROOT), "--output", str(blocker / "result.json")])
     assert out.exit_code == 2 and "cannot write" in out.output, out.output
+    assert "is a file, not a folder" in out.output and "File exists" not in out.output, out.output
 
 
 def test_unknown_exercise_is_a_usage_error(runner):

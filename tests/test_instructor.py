@@ -36,6 +36,16 @@ def test_check_passes_on_the_fixture_course_and_lists_what_it_skipped(runner, co
     assert "all checks that ran passed" in out.output and "skipped" in out.output   # never an unqualified pass
 
 
+def test_check_says_which_exercise_it_is_on_in_a_log(runner, course):
+    """Without a terminal (a CI log) the spinner is not drawn: each exercise is named on stderr as
+    it starts, so the minutes `grade check` takes are not silent."""
+    out = runner.invoke(cli.main, ["check", "--root", str(course)])
+    assert out.exit_code == 0, out.output
+    names = [p.name for p in sorted((course / "exercises").iterdir()) if (p / "spec.toml").is_file()]
+    assert names and all(f"checking {n}..." in out.stderr for n in names), out.stderr
+    assert "checking" not in out.stdout.split("exercise")[0]   # the table on stdout is unchanged
+
+
 def test_check_without_solutions_skips_the_stub_comparison(runner, course):
     shutil.rmtree(course / "solutions")
     out = runner.invoke(cli.main, ["check", "ex90", "--root", str(course)])
