@@ -74,7 +74,8 @@ class RunCommand(click.Command):
 @click.version_option(package_name="gpu-kernel-grader", message="grade %(version)s")
 def main() -> None:
     """Grade CUDA kernel exercises: correctness on hypothesis-generated shapes against a float64
-    oracle, then timing against the reference solution.
+    oracle, then timing against the reference solution (side by side where the course's solutions/
+    folder is present, else against the times measured for this GPU in calibration/).
 
     \b
     Students:
