@@ -75,7 +75,7 @@ class RunCommand(click.Command):
 def main() -> None:
     """Grade CUDA kernel exercises: correctness on hypothesis-generated shapes against a float64
     oracle, then timing against the reference solution (side by side where the course's solutions/
-    folder is present, else against the times measured for this GPU in calibration/).
+    folder is present; else against its times for this GPU in calibration/, or this GPU's roofline).
 
     \b
     Students:
