@@ -215,8 +215,9 @@ def list_cmd(root: str | None) -> None:
 
 def _emit_error(fmt: str, output: str | None, json_out: str | None, exercise: str, submission: str, kind: str,
                 message: str, code: int, max_score: float | None = None) -> None:
+    from grader.report.clean import printable
     from grader.report.formats import render_error, write
-    click.echo(f"grade: {message}", err=True)
+    click.echo(f"grade: {printable(message)}", err=True)
     if json_out:
         write(render_error("json", exercise, submission, kind, message, code, max_score), Path(json_out))
     if fmt != "text":

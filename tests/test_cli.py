@@ -230,6 +230,26 @@ def test_fail_under_and_not_graded_exit_codes(runner, tmp_path):
     assert data["status"] == "not_graded" and data["reason_kind"] == "bad_submission"
 
 
+def test_a_submissions_escapes_and_lone_surrogates_reach_no_report_as_such(runner, tmp_path):
+    """What solve raises reaches the report (the worker sends it as JSON, where "\\ud800" decodes to a
+    lone surrogate): it used to crash the terminal report and the --output file's write after the
+    grade (exit 1, a 0-byte file, no score for a wrong submission), and its ANSI escapes reached the
+    terminal as such (a cursor moved up, lines erased, a fake "Score: 100 / 100")."""
+    from tests.conftest import fake_submission
+    sub = fake_submission(tmp_path, '''
+        def solve(a, b, c):
+            raise ValueError("x\\ud800\\x1b[1A\\x1b[2K\\rScore: 100 / 100\\x9b\\u202e")
+    ''')
+    path = tmp_path / "report.txt"
+    out = runner.invoke(cli.main, ["90", "--root", str(COURSE), "--backend", "host", "--submission", str(sub),
+                                   "--no-timing", "-o", str(path)])
+    assert out.exit_code == 0, out.output
+    for text in (out.output, path.read_text(encoding="utf-8")):
+        assert "Score: 0 / 100" in text
+        assert "x\\ud800\\x1b[1A\\x1b[2K\\x0dScore: 100 / 100\\x9b\\u202e" in text   # shown, escaped
+        assert not any(ord(ch) < 0x20 and ch not in "\n\t" or 0x7f <= ord(ch) < 0xa0 for ch in text)
+
+
 def test_text_report_shows_the_smallest_failure_and_how_to_reproduce(runner):
     out = runner.invoke(cli.main, ["90", "--root", str(COURSE), "--backend", "host"])
     assert out.exit_code == 0
