@@ -250,6 +250,33 @@ def test_a_submissions_escapes_and_lone_surrogates_reach_no_report_as_such(runne
         assert not any(ord(ch) < 0x20 and ch not in "\n\t" or 0x7f <= ord(ch) < 0xa0 for ch in text)
 
 
+def test_the_submissions_worker_cannot_write_where_the_result_goes(runner, tmp_path):
+    """The worker reads --output from the grader's /proc/PID/cmdline; were the result's folder in
+    its reach, a forged results.json (a full score) would stay wherever the grader does not get to
+    write its own (the worker, of the same user, can kill it). The folder is hidden from it: what
+    it writes there lands in its own empty tmpfs."""
+    from tests.conftest import fake_submission
+    results = tmp_path / "results"
+    results.mkdir()
+    path = results / "results.json"
+    sub = fake_submission(tmp_path, f'''
+        import json
+        def solve(a, b, c):
+            c[...] = a - b   # wrong
+            try:   # (here the path is given: the grader of this test is pytest, whose cmdline does not hold it)
+                with open({str(path)!r}, "w") as f:
+                    json.dump({{"score": 100.0}}, f)
+                open({str(results / "forged")!r}, "w").close()
+            except OSError:
+                pass
+    ''')
+    out = runner.invoke(cli.main, ["90", "--root", str(COURSE), "--backend", "host", "--submission", str(sub),
+                                   "--no-timing", "--format", "gradescope", "--output", str(path)])
+    assert out.exit_code == 0, out.output
+    assert not (results / "forged").exists(), "the worker wrote into the result's folder"
+    assert json.loads(path.read_text())["score"] == 0
+
+
 def test_text_report_shows_the_smallest_failure_and_how_to_reproduce(runner):
     out = runner.invoke(cli.main, ["90", "--root", str(COURSE), "--backend", "host"])
     assert out.exit_code == 0
