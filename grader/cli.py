@@ -176,6 +176,26 @@ def _writable(path: str | None, option: str) -> None:
         raise click.BadParameter(f"cannot write {path}: {exc.strerror or exc}", param_hint=option) from None
 
 
+def _result_folders(*paths: str | None) -> tuple[Path, ...]:
+    """The folders the result files go to, for the submission worker's hidden folders: a worker
+    that can write there (it finds the paths in the grader's /proc/PID/cmdline) leaves a forged
+    result (Gradescope's results.json with a full score) wherever the grader does not get to write
+    its own (killed by that worker, which runs as the same user; an unwritable file it made).
+    Hidden, the worker sees an empty tmpfs there. Left out: the filesystem root and the folders
+    above the system's temporary folder, which the isolation itself uses (a result file there
+    stays within the worker's reach)."""
+    import tempfile
+    tmp = Path(tempfile.gettempdir()).resolve()
+    out = []
+    for p in paths:
+        if not p:
+            continue
+        folder = Path(p).resolve().parent
+        if folder != Path("/") and folder != tmp and folder not in tmp.parents:
+            out.append(folder)
+    return tuple(dict.fromkeys(out))
+
+
 def _detect_gpu() -> object:
     from grader import device as dev
     why = dev.unavailable_reason()
@@ -220,8 +240,9 @@ def list_cmd(root: str | None) -> None:
 
 def _emit_error(fmt: str, output: str | None, json_out: str | None, exercise: str, submission: str, kind: str,
                 message: str, code: int, max_score: float | None = None) -> None:
+    from grader.report.clean import printable
     from grader.report.formats import render_error, write
-    click.echo(f"grade: {message}", err=True)
+    click.echo(f"grade: {printable(message)}", err=True)
     if json_out:
         write(render_error("json", exercise, submission, kind, message, code, max_score), Path(json_out))
     if fmt != "text":
@@ -442,7 +463,8 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
         secret = os.environ.get(SECRET_ENV) if mode == "grading" else None
         options = GradeOptions(profile=PROFILES[mode], seed=seed, secret=secret, backend=be.name,
                                case_token=case_token, reference=ref_dir, benchmark=not no_timing and not tools,
-                               accept_implausible=accept_implausible, hide=tuple(Path(h) for h in hide))
+                               accept_implausible=accept_implausible,
+                               hide=tuple(Path(h) for h in hide) + _result_folders(output, json_out, plot))
         result = grade(spec, sub, options, be, info, ceilings, calibration, progress,
                        repro_options=f" --root {shlex.quote(str(Path(root).resolve()))}" if root else "")
     except GradeTimeout:

@@ -27,6 +27,7 @@ import os
 import signal
 import time
 import tomllib
+import xml.etree.ElementTree as ET
 from dataclasses import replace
 from pathlib import Path
 
@@ -137,6 +138,11 @@ def check_reports(r: GradeResult) -> None:
     code = EXIT_OK if r.status == "graded" else EXIT_NOT_GRADED
     texts = {fmt: render(r, fmt, code) for fmt in FORMATS}
     assert texts["text"].strip()
+    for fmt, text in texts.items():   # written to a UTF-8 file or terminal as is: nothing there may act on it
+        text.encode("utf-8")           # a lone surrogate (a reply's "\ud800") raises here
+        bad = sorted({hex(ord(ch)) for ch in text if (ord(ch) < 0x20 and ch not in "\n\t") or 0x7f <= ord(ch) < 0xa0})
+        assert not bad, f"the {fmt} report holds control characters {bad}"
+    ET.fromstring(texts["junit"].encode())   # the JUnit file parses (XML 1.0 forbids most control characters)
     try:
         jsonschema.validate(json.loads(texts["json"]), schema())
     except jsonschema.ValidationError as exc:

@@ -231,6 +231,53 @@ def test_fail_under_and_not_graded_exit_codes(runner, tmp_path):
     assert data["status"] == "not_graded" and data["reason_kind"] == "bad_submission"
 
 
+def test_a_submissions_escapes_and_lone_surrogates_reach_no_report_as_such(runner, tmp_path):
+    """What solve raises reaches the report (the worker sends it as JSON, where "\\ud800" decodes to a
+    lone surrogate): it used to crash the terminal report and the --output file's write after the
+    grade (exit 1, a 0-byte file, no score for a wrong submission), and its ANSI escapes reached the
+    terminal as such (a cursor moved up, lines erased, a fake "Score: 100 / 100")."""
+    from tests.conftest import fake_submission
+    sub = fake_submission(tmp_path, '''
+        def solve(a, b, c):
+            raise ValueError("x\\ud800\\x1b[1A\\x1b[2K\\rScore: 100 / 100\\x9b\\u202e")
+    ''')
+    path = tmp_path / "report.txt"
+    out = runner.invoke(cli.main, ["90", "--root", str(COURSE), "--backend", "host", "--submission", str(sub),
+                                   "--no-timing", "-o", str(path)])
+    assert out.exit_code == 0, out.output
+    for text in (out.output, path.read_text(encoding="utf-8")):
+        assert "Score: 0 / 100" in text
+        assert "x\\ud800\\x1b[1A\\x1b[2K\\x0dScore: 100 / 100\\x9b\\u202e" in text   # shown, escaped
+        assert not any(ord(ch) < 0x20 and ch not in "\n\t" or 0x7f <= ord(ch) < 0xa0 for ch in text)
+
+
+def test_the_submissions_worker_cannot_write_where_the_result_goes(runner, tmp_path):
+    """The worker reads --output from the grader's /proc/PID/cmdline; were the result's folder in
+    its reach, a forged results.json (a full score) would stay wherever the grader does not get to
+    write its own (the worker, of the same user, can kill it). The folder is hidden from it: what
+    it writes there lands in its own empty tmpfs."""
+    from tests.conftest import fake_submission
+    results = tmp_path / "results"
+    results.mkdir()
+    path = results / "results.json"
+    sub = fake_submission(tmp_path, f'''
+        import json
+        def solve(a, b, c):
+            c[...] = a - b   # wrong
+            try:   # (here the path is given: the grader of this test is pytest, whose cmdline does not hold it)
+                with open({str(path)!r}, "w") as f:
+                    json.dump({{"score": 100.0}}, f)
+                open({str(results / "forged")!r}, "w").close()
+            except OSError:
+                pass
+    ''')
+    out = runner.invoke(cli.main, ["90", "--root", str(COURSE), "--backend", "host", "--submission", str(sub),
+                                   "--no-timing", "--format", "gradescope", "--output", str(path)])
+    assert out.exit_code == 0, out.output
+    assert not (results / "forged").exists(), "the worker wrote into the result's folder"
+    assert json.loads(path.read_text())["score"] == 0
+
+
 def test_text_report_shows_the_smallest_failure_and_how_to_reproduce(runner):
     out = runner.invoke(cli.main, ["90", "--root", str(COURSE), "--backend", "host"])
     assert out.exit_code == 0

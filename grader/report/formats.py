@@ -12,7 +12,10 @@ FORMATS = ("text", "json", "gradescope", "junit", "html")
 
 
 def render(result: GradeResult, fmt: str, exit_code: int) -> str:
-    """The report as text in ``fmt`` (for ``text``: plain, without colour)."""
+    """The report as text in ``fmt`` (for ``text``: plain, without colour). Every string of the
+    result is made printable first (see :mod:`grader.report.clean`): a submission's text reaches it."""
+    from grader.report.clean import clean
+    result = clean(result)
     if fmt == "json":
         from grader.report import json_report
         return json_report.write(json_report.to_dict(result, exit_code), None)
@@ -36,6 +39,8 @@ def render_error(fmt: str, exercise: str, submission: str, kind: str, message: s
                  max_score: float | None = None) -> str:
     """A result for a grade that could not run, in ``fmt`` (text: the message); ``max_score`` is the
     exercise's total when known."""
+    from grader.report.clean import printable
+    exercise, submission, kind, message = map(printable, (exercise, submission, kind, message))
     if fmt == "json":
         from grader.report import json_report
         data = json_report.error_dict(exercise, submission, kind, message, exit_code)
@@ -89,6 +94,8 @@ def static_dict(spec, submission: Path, rep, exit_code: int) -> dict:  # type: i
 def render_static(spec, submission: Path, rep, fmt: str, exit_code: int) -> str:  # type: ignore[no-untyped-def]
     """The ``--compile-only`` report in ``fmt``: problems, per-kernel resources, what was not
     checked (kernel.cu NOT compiled when no compiler ran), and a verdict that says so."""
+    from grader.report.clean import clean, printable
+    rep, submission = clean(rep), Path(printable(str(submission)))
     problems = list(rep.problems)
     verdict = static_verdict(rep)
     compiled_line = rep.compile_line()

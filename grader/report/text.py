@@ -91,7 +91,9 @@ def hints(r: GradeResult) -> list[str]:
 
 
 def render(r: GradeResult, console: Console) -> None:
-    """Print the whole report."""
+    """Print the whole report, every string of it made printable (see :mod:`grader.report.clean`)."""
+    from grader.report.clean import clean
+    r = clean(r)
     dev = f"{r.device.name} ({r.device.arch})" if r.device else "no GPU (host backend)"
     console.rule(f"[bold]{r.exercise}[/]: {escape(r.title)}")
     console.print(f"submission [cyan]{escape(r.submission)}[/] on {dev}; profile {r.profile}, seed {r.seed}"
