@@ -101,6 +101,26 @@ def test_load_failures(tmp_path, body, kind, words):
         w.close()
 
 
+@pytest.mark.parametrize("claimed", ["grader_error", "tampered", "foreign_kernel", "timeout"])
+def test_a_submission_cannot_choose_a_kind_only_the_grader_decides(tmp_path, arrays, claimed):
+    """Red-team pass 14: the submission's code runs in the worker's process, so it can make the worker
+    reply any failure kind (here by sending it on the worker's socket); a "grader error" in the report
+    would blame the grader, a "tampered" or "timeout" would claim a check that never ran."""
+    body = ("import gc, time\nfrom grader.sandbox import protocol\n"
+            "def solve(a, b, c):\n"
+            "    server = next(o for o in gc.get_objects() if type(o).__name__ == 'Server' and hasattr(o, 'sock'))\n"
+            f"    protocol.send(server.sock, {{'ok': False, 'kind': {claimed!r}, 'message': 'not my fault'}})\n"
+            "    time.sleep(30)\n")
+    w = start(make_submission(tmp_path, body))
+    try:
+        assert w.ensure().ok
+        out = run(w, arrays)
+        assert not out.ok and out.kind == "exception", out
+        assert "which only the grader decides: not my fault" in out.message
+    finally:
+        w.close()
+
+
 def test_a_worker_that_died_between_requests_is_a_crash_not_a_grader_error(tmp_path, arrays):
     """A thread of the last call can kill the worker after it replied: the next request says so."""
     body = ("import os, signal, threading, time\n"
@@ -171,7 +191,9 @@ def test_map_request_maps_ahead_of_the_timed_request_and_unmaps_the_previous(tmp
         assert out.ok and len(out.data["times_ms"]) == 1
         assert np.allclose(arrays[2].array, arrays[0].array + arrays[1].array)   # solve ran on them
         beyond = w.request({"op": "time", "order": [1]}, 5)   # one set was mapped
-        assert not beyond.ok and beyond.kind == "grader_error"
+        # a protocol misuse the worker reports; from a submission's worker, never taken as a "grader error"
+        # (its code could send that reply itself: test_a_submission_cannot_choose_a_kind_only_the_grader_decides)
+        assert not beyond.ok and beyond.kind == "exception" and "timed request for sets [1] with 1 mapped" in beyond.message
         assert w.ensure().ok   # a failed request ends the worker: a fresh one
         bad = w.request({"op": "map", "sets": [[{**descs[0], "handle": "no-such-segment"}]], "close": []}, 5)
         assert not bad.ok and bad.kind == "exception"   # a mapping that fails is reported, not hidden

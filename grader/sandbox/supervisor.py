@@ -101,6 +101,10 @@ KIND_TEXT = {
     "tampered": "the grader's own processes were tampered with",
     "grader_error": "grader error",
 }
+# Kinds the grader's side decides (the parent's watch, limits and checks) or that blame the grader:
+# never taken from a submission's worker's reply (see Worker._request).
+PARENT_KINDS = frozenset({"timeout", "crash", "host_memory_limit", "forbidden_library", "foreign_kernel", "tampered",
+                          "grader_error"})
 
 
 @dataclass(frozen=True)
@@ -637,11 +641,17 @@ class Worker:
         if reply.get("ok") is True:
             return Outcome(True, data={k: v for k, v in reply.items() if k != "ok"}, wall_s=wall)
         kind = str(reply.get("kind", "exception"))
+        message = str(reply.get("message", ""))[:2000]
         if kind not in KIND_TEXT:
             kind = "exception"
+        elif kind in PARENT_KINDS and not self.config.trusted:
+            # the submission's code shares the worker's process and can make it reply anything
+            # (raise grader.sandbox.worker.Failure("grader_error", ...), say): kinds that only the
+            # grader's side decides, or that blame the grader, are not taken from it
+            message = f"the submission's worker reported {KIND_TEXT[kind]!r}, which only the grader decides: {message}"
+            kind = "exception"
         self.kill()  # the context may be unusable after any failure: start afresh
-        return Outcome(False, kind, str(reply.get("message", ""))[:2000], str(reply.get("detail", ""))[-4000:],
-                       wall_s=wall)
+        return Outcome(False, kind, message, str(reply.get("detail", ""))[-4000:], wall_s=wall)
 
     def _wait_readable(self, deadline: float, graded: bool = True) -> tuple[str, str] | None:
         """Wait until a reply is readable (or the deadline passes: the caller's recv then times
