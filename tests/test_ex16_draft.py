@@ -371,3 +371,30 @@ def test_split_plan_targets():
     assert sol._plan(1, 8, 8192, 132) == {"P": 32, "S": 256, "grid": (256, 8, 1)}
     # the uneven benchmark: the 64-CTAs-per-SM cap makes the splits longer (125 blocks, 2000 tokens)
     assert sol._plan(16, 8, 8192, 132) == {"P": 125, "S": 66, "grid": (66, 8, 16)}
+
+
+# -- the fixtures: each differs from the reference in the one place it says ------------------------
+def test_fixtures_differ_from_the_solution_only_where_they_say():
+    import difflib
+    sol_k, sol_py = (DRAFT / "solution" / "kernel.cu").read_text(), (DRAFT / "solution" / "solution.py").read_text()
+    fx = DRAFT / "fixtures"
+
+    def changed(a, b):
+        return [ln for ln in difflib.unified_diff(a.splitlines(), b.splitlines(), lineterm="", n=0)
+                if ln[:1] in "+-" and not ln.startswith(("+++", "---"))]
+    past = changed(sol_k, (fx / "reads_past_context" / "kernel.cu").read_text())
+    assert [ln for ln in past if "//" not in ln.split("cp_async16")[0] and "cp_async16" in ln] == [
+        "-        cp_async16(smem_addr(sv + t * PD_ROW + col), vc + off, t < ntok);",
+        "+        cp_async16(smem_addr(sv + t * PD_ROW + col), vc + off, true);   // FIXTURE: V past L loaded (0 * NaN)"]
+    assert (fx / "no_split" / "kernel.cu").read_text() == sol_k
+    code = [ln for ln in changed(sol_py, (fx / "no_split" / "solution.py").read_text()) if not ln[1:].startswith('"""')]
+    assert code == ["-_P_MIN = 32                    # blocks per split at least: 512 tokens, 256 KB of K and V per KV head",
+                    "+_P_MIN = 1 << 20  # FIXTURE: never split (was 32)",
+                    "+_P_MIN_WAS = 32                    # blocks per split at least: 512 tokens, 256 KB of K and V per KV head"]
+    nosplit = _load("ex16_fixture_nosplit", fx / "no_split" / "solution.py")
+    assert nosplit._plan(1, 8, 8192, 132)["S"] == 1 and nosplit._plan(64, 8, 512, 132)["S"] == 1
+
+
+def test_fixture_kernels_compile():
+    log, _ptx = _nvrtc_build((DRAFT / "fixtures" / "reads_past_context" / "kernel.cu").resolve())
+    assert "error" not in log.lower()
