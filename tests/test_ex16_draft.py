@@ -1,0 +1,400 @@
+"""drafts/ex16_paged_decode_attention, checked without a GPU: its kernels compile with NVRTC for
+sm_90 as grading compiles (no spills, registers for two CTAs per SM, shared memory within 227 KB,
+mma.sync / ldmatrix / cp.async in the PTX), its spec is valid but for the one section the grader
+does not take yet ([prepare]), the float64 oracle agrees with a token-by-token computation (GQA,
+uneven lengths, out-of-order tables), prepare() builds valid poisoned inputs, a numpy model of the
+kernel's float32 / split-K arithmetic passes the spec's tolerance (and a wrong model fails), and
+solve's shape-only split plan covers every block of every context exactly once. Nothing here runs a
+kernel: the draft has never run on a GPU (drafts/ex16_paged_decode_attention/README.md)."""
+from __future__ import annotations
+
+import importlib.util
+import math
+import re
+import tomllib
+
+import numpy as np
+import pytest
+
+from tests.conftest import ROOT
+
+DRAFT = ROOT / "drafts" / "ex16_paged_decode_attention"
+KERNEL = DRAFT / "solution" / "kernel.cu"
+ARCH = "sm_90"
+MAIN = ("paged_decode_f16", "paged_decode_bf16")
+THREADS, CTAS_PER_SM = 128, 2
+SMEM_LIMIT = 227 * 1024
+
+
+def _load(name, path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def ref():
+    return _load("ex16_draft_reference", DRAFT / "reference.py")
+
+
+@pytest.fixture(scope="module")
+def sol():
+    return _load("ex16_draft_solution", DRAFT / "solution" / "solution.py")   # compiles on the first solve only
+
+
+def _nvrtc_build(path):
+    from grader.static import _nvrtc, grading_options, nvrtc_unavailable
+    why = nvrtc_unavailable()
+    if why:
+        pytest.skip(f"NVRTC cannot be loaded here: {why}")
+    nvrtc = _nvrtc()
+    prog = nvrtc.createProgram(path.read_text(), str(path), [], [])
+    try:
+        try:
+            nvrtc.compileProgram(prog, [*grading_options(("-std=c++17",), ARCH), "-lineinfo", "-Xptxas=-v"])
+        except nvrtc.NVRTCError:
+            pytest.fail(f"NVRTC failed:\n{nvrtc.getProgramLog(prog)}")
+        log = nvrtc.getProgramLog(prog)
+        ptx = nvrtc.getPTX(prog)
+        return (log.decode(errors="replace") if isinstance(log, bytes) else log,
+                ptx.decode(errors="replace") if isinstance(ptx, bytes) else ptx)
+    finally:
+        nvrtc.destroyProgram(prog)
+
+
+@pytest.fixture(scope="module")
+def nvrtc_build():
+    return _nvrtc_build(KERNEL.resolve())
+
+
+def test_resources_within_budget(nvrtc_build):
+    from grader.static import _parse_ptxas
+    log, _ptx = nvrtc_build
+    kernels = {k.name: k for k in _parse_ptxas(log)}
+    assert set(MAIN) | {"paged_decode_combine"} <= set(kernels), list(kernels)
+    for k in kernels.values():
+        assert k.spill_store_bytes == 0 and k.spill_load_bytes == 0 and k.stack_bytes == 0, k
+        assert k.shared_bytes == 0, k                     # the main kernels' shared memory is dynamic
+    for name in MAIN:   # two CTAs of 128 threads per SM (what the shared memory allows) fit the 64K registers
+        assert 128 <= kernels[name].registers <= 65536 // (THREADS * CTAS_PER_SM), kernels[name]
+    assert kernels["paged_decode_combine"].registers <= 64
+    assert not [ln for ln in log.splitlines() if "warning" in ln.lower()], log
+
+
+def test_ptx_has_tensor_cores_ldmatrix_and_cp_async(nvrtc_build):
+    _log, ptx = nvrtc_build
+    for pattern in (r"mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.f16\.f16\.f32",
+                    r"mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.bf16\.bf16\.f32",
+                    r"ldmatrix\.sync\.aligned\.m8n8\.x4\.trans\.shared\.b16",
+                    r"ldmatrix\.sync\.aligned\.m8n8\.x4\.shared\.b16",
+                    r"cp\.async\.cg\.shared\.global \[%r\d+\], \[%rd\d+\], 16, %r\d+",   # zero-fill form
+                    r"cp\.async\.wait_group 2", r"ex2\.approx"):
+        assert re.search(pattern, ptx), pattern
+
+
+def test_template_compiles_and_writes_nothing():
+    log, ptx = _nvrtc_build((DRAFT / "template" / "kernel.cu").resolve())
+    for name in (*MAIN, "paged_decode_combine"):
+        body = re.search(rf"\.entry {name}\((.*?)\n\}}", ptx, re.S)
+        assert body, name
+        assert "st.global" not in body.group(1), name
+
+
+def test_shared_memory_and_constants_agree(sol):
+    d = {m[1]: m[2] for m in re.finditer(r"^#define (PD_\w+) (.+?)\s*(?://.*)?$", KERNEL.read_text(), re.M)}
+    assert (sol._D, sol._BS, sol._THREADS, sol._STAGES) == (int(d["PD_D"]), int(d["PD_BS"]), THREADS,
+                                                           int(d["PD_STAGES"]))
+    assert d["PD_ROW"] == "(PD_D + 8)" and sol._ROW == sol._D + 8 and sol._MAX_GROUP == int(d["PD_MAX_GROUP"])
+    assert sol._SMEM == 4 * sol._STAGES * 2 * sol._BS * sol._ROW * 2 == 104448
+    assert CTAS_PER_SM * sol._SMEM <= 228 * 1024 - CTAS_PER_SM * 1024 and sol._SMEM <= SMEM_LIMIT
+    # the warps' merge reuses the pipeline's space: O (4 x 16 x D floats), m and l (4 x 16 each)
+    assert 4 * 16 * sol._D * 4 + 2 * 4 * 16 * 4 <= sol._SMEM
+    assert THREADS == sol._D                               # one thread per dimension in the merge and combine
+    assert (sol._ROW * 2) % 16 == 0 and (sol._ROW * 2 // 4) % 32 == 4   # 16-byte rows; ldmatrix rows 4 banks apart
+
+
+def test_spec_loads_but_for_prepare(tmp_path):
+    """As written the spec names [prepare] (the grader feature it needs) and is refused for that
+    alone; without it, it loads."""
+    import tomli_w
+    from grader.spec import SpecError, load_spec
+    with pytest.raises(SpecError, match=r"\[prepare\] unknown section 'prepare'"):
+        load_spec(DRAFT / "spec.toml")
+    raw = tomllib.loads((DRAFT / "spec.toml").read_text())
+    assert raw.pop("prepare") == {"function": "prepare"}
+    folder = tmp_path / "ex16_paged_decode_attention"
+    folder.mkdir()
+    (folder / "spec.toml").write_text(tomli_w.dumps(raw))
+    spec = load_spec(folder / "spec.toml")
+    assert [o.dtype for o in spec.outputs] == ["float32"] and len(spec.benchmarks) == 4
+
+
+def test_static_report_of_the_draft_solution(tmp_path):
+    """grade --compile-only's checks (the spec without [prepare]): compiles, solve's signature,
+    forbidden patterns."""
+    import tomli_w
+    from grader.spec import load_spec
+    from grader.static import nvrtc_unavailable, static_report
+    why = nvrtc_unavailable()
+    if why:
+        pytest.skip(f"NVRTC cannot be loaded here: {why}")
+    raw = tomllib.loads((DRAFT / "spec.toml").read_text())
+    del raw["prepare"]
+    folder = tmp_path / "ex16_paged_decode_attention"
+    folder.mkdir()
+    (folder / "spec.toml").write_text(tomli_w.dumps(raw))
+    spec = load_spec(folder / "spec.toml")
+    for sub in ("solution", "template"):
+        rep = static_report(spec, DRAFT / sub, ARCH)
+        assert rep.compiled and not rep.problems and not rep.warnings, (sub, rep.problems, rep.warnings)
+
+
+# -- the oracle -----------------------------------------------------------------------------------
+def _case(seed, B, HQ, HKV, NB, MB, lens, q_std=1.0, k_std=1.0, dtype=np.float16, shuffle=True):
+    rng = np.random.default_rng(seed)
+    q = (rng.standard_normal((B, HQ, 128)) * q_std).astype(dtype)
+    k = (rng.standard_normal((NB, 16, HKV, 128)) * k_std).astype(dtype)
+    v = rng.standard_normal((NB, 16, HKV, 128)).astype(dtype)
+    perm = rng.permutation(NB) if shuffle else np.arange(NB)
+    table = np.zeros((B, MB), np.int32)
+    used = 0
+    for b, L in enumerate(lens):
+        n = -(-L // 16)
+        table[b, :n] = perm[used:used + n]
+        table[b, n:] = rng.integers(0, NB, MB - n)        # garbage past the context
+        used += n
+    return q, k, v, table, np.array(lens, np.int32)
+
+
+def _naive(q, k, v, table, lens):
+    """Token by token, head by head, in Python floats."""
+    B, HQ, D = q.shape
+    G = HQ // k.shape[2]
+    o = np.zeros((B, HQ, D))
+    for b in range(B):
+        for hq in range(HQ):
+            h = hq // G
+            keys = [(int(table[b, i // 16]), i % 16) for i in range(int(lens[b]))]
+            s = [sum(float(q[b, hq, d]) * float(k[blk, sl, h, d]) for d in range(D)) / math.sqrt(D) for blk, sl in keys]
+            m = max(s)
+            w = [math.exp(x - m) for x in s]
+            tot = sum(w)
+            for (blk, sl), wi in zip(keys, w):
+                o[b, hq] += wi / tot * v[blk, sl, h].astype(np.float64)
+    return o
+
+
+@pytest.mark.parametrize("B, HQ, HKV, NB, MB, lens", [
+    (1, 1, 1, 4, 1, [1]),
+    (2, 4, 1, 8, 2, [16, 17]),                 # MQA-like, a block multiple and one past it
+    (3, 8, 2, 16, 4, [5, 64, 33]),             # GQA, G = 4, uneven
+    (2, 6, 6, 12, 5, [70, 2]),                 # MHA
+])
+def test_oracle_matches_token_by_token(ref, B, HQ, HKV, NB, MB, lens):
+    q, k, v, table, cl = _case(1, B, HQ, HKV, NB, MB, lens)
+    want = _naive(q, k, v, table, cl)
+    got = ref.reference(np, q, k, v, table, cl)
+    assert np.allclose(got, want, rtol=1e-12, atol=1e-12)
+    mag = ref.magnitude(np, q, k, v, table, cl)
+    assert mag.shape == got.shape and (mag > 0).all()
+
+
+def test_oracle_ignores_what_lies_past_the_context(ref):
+    q, k, v, table, cl = _case(2, 2, 4, 2, 16, 4, [17, 3])
+    base = ref.reference(np, q, k, v, table, cl)
+    k2, v2, t2 = k.copy(), v.copy(), table.copy()
+    t2[0, 2:] = 10**6
+    t2[1, 1:] = -5
+    k2[table[0, 1], 1:] = np.nan
+    v2[table[1, 0], 3:] = np.nan
+    assert np.array_equal(ref.reference(np, q, k2, v2, t2, cl), base)
+
+
+def test_oracle_survives_scores_of_90(ref):
+    q, k, v, table, cl = _case(3, 1, 2, 1, 8, 8, [128])
+    q[:] = np.float16(2.82)
+    k[:] = np.float16(2.83)
+    o = ref.reference(np, q, k, v, table, cl)
+    assert np.isfinite(o).all()
+    q[:] = np.float16(-2.82)
+    assert np.isfinite(ref.reference(np, q, k, v, table, cl)).all()
+
+
+def test_prepare_builds_valid_poisoned_inputs(ref):
+    rs = np.random.RandomState(5)
+    B, HQ, HKV, NB, MB = 6, 8, 2, 200, 12
+    q, k, v, _t, _l = _case(4, B, HQ, HKV, NB, MB, [1] * B)
+    raw_t = rs.randint(0, 64, (B, MB)).astype(np.int32)
+    raw_l = np.array([1, 16, 192, 193, 131072, 77], np.int32)
+    q2, k2, v2, t2, l2 = ref.prepare(np, rs, q, k, v, raw_t, raw_l)
+    assert list(l2) == [1, 16, 192, 1, 1 + 131071 % 192, 77] and l2.dtype == np.int32
+    nbs = -(-l2 // 16)
+    used = np.concatenate([t2[b, :nbs[b]] for b in range(B)])
+    assert len(set(used.tolist())) == len(used) and ((0 <= used) & (used < NB)).all()   # distinct: NB holds them
+    assert sorted(used.tolist()) != list(range(len(used)))                              # not in order
+    for b in range(B):
+        assert (t2[b, nbs[b]:] == ref.POISON_INDEX).all()
+        last = t2[b, nbs[b] - 1]
+        tail = l2[b] - (nbs[b] - 1) * 16
+        assert np.isnan(k2[last, tail:].astype(np.float32)).all() and np.isnan(v2[last, tail:].astype(np.float32)).all()
+        assert not np.isnan(k2[t2[b, :nbs[b] - 1]].astype(np.float32)).any()
+        assert not np.isnan(v2[last, :tail].astype(np.float32)).any()
+    unused = np.setdiff1d(np.arange(NB), used)
+    assert np.isnan(k2[unused].astype(np.float32)).all()
+    assert np.isfinite(ref.reference(np, q2, k2, v2, t2, l2)).all()
+    # too few blocks for distinct ones: the drawn entries (mod NB) are kept, shared
+    _q, _k, _v, t3, l3 = ref.prepare(np, rs, q, k[:20], v[:20], raw_t, np.full(B, 64, np.int32))
+    assert (t3[:, :4] == raw_t[:, :4] % 20).all() and (t3[:, 4:] == ref.POISON_INDEX).all()
+    assert np.isfinite(ref.reference(np, q2, _k, _v, t3, l3)).all()
+
+
+def test_prepare_bfloat16_nan_bits(ref):
+    rs = np.random.RandomState(0)
+    k = np.full((4, 16, 1, 128), 0x3F80, np.uint16)        # bfloat16 bits of 1.0
+    _q, k2, _v, _t, _l = ref.prepare(np, rs, np.zeros((1, 1, 128), np.uint16), k, k.copy(),
+                                     np.zeros((1, 2), np.int32), np.array([3], np.int32))
+    assert ((k2 == 0x7FC0).sum(axis=(1, 2, 3)) == [13 * 128 if b == _t[0, 0] else 16 * 128 for b in range(4)]).all()
+
+
+# -- the tolerance: a model of the kernel's arithmetic passes, wrong ones fail --------------------
+def _model(q, k, v, table, lens, P=2, rescale=True, pv_dtype=np.float16):
+    """The reference's arithmetic in numpy float32: splits of P blocks, per block S = Q K^T in fp32,
+    online softmax in base 2, P rounded to pv_dtype for P V, the splits merged by their LSE."""
+    f32 = np.float32
+    B, HQ, D = q.shape
+    G = HQ // k.shape[2]
+    c = f32(1.4426950408889634 / math.sqrt(D))
+    o = np.zeros((B, HQ, D), f32)
+    for b in range(B):
+        nb = -(-int(lens[b]) // 16)
+        for hq in range(HQ):
+            h = hq // G
+            parts = []
+            for s0 in range(0, nb, P):
+                m, l, acc = f32(-np.inf), f32(0), np.zeros(D, f32)
+                for j in range(s0, min(s0 + P, nb)):
+                    n = min(16, int(lens[b]) - 16 * j)
+                    K = k[table[b, j], :n, h].astype(f32)
+                    V = v[table[b, j], :n, h].astype(f32)
+                    s = (K @ q[b, hq].astype(f32)) * c
+                    mn = max(m, s.max()) if rescale else s.max()
+                    a = np.exp2(m - mn) if rescale else f32(1)
+                    p = np.exp2(s - mn).astype(f32)
+                    l = l * a + p.sum()
+                    acc = acc * a + p.astype(pv_dtype).astype(f32) @ V
+                    m = mn
+                parts.append((m + np.log2(l), acc / l))
+            M = max(x for x, _ in parts)
+            w = np.array([np.exp2(x - M) for x, _ in parts], f32)
+            o[b, hq] = sum(wi * y for wi, (_, y) in zip(w, parts)) / w.sum()
+    return o
+
+
+@pytest.mark.parametrize("q_std, k_std", [(1.0, 1.0), (4.0, 4.0)])
+def test_tolerance_passes_the_kernels_arithmetic_and_fails_a_missing_rescale(ref, q_std, k_std):
+    q, k, v, table, cl = _case(7, 3, 8, 2, 64, 16, [1, 100, 250], q_std, k_std)
+    want, mag = ref.reference(np, q, k, v, table, cl), ref.magnitude(np, q, k, v, table, cl)
+    err = np.abs(_model(q, k, v, table, cl) - want)
+    assert (err <= mag).all(), float((err / mag).max())
+    bad = np.abs(_model(q, k, v, table, cl, rescale=False) - want)
+    assert (bad > mag).any()
+
+
+def test_tolerance_fails_an_off_by_one_context(ref):
+    q, k, v, table, cl = _case(8, 2, 4, 1, 16, 4, [3, 40])
+    want, mag = ref.reference(np, q, k, v, table, cl), ref.magnitude(np, q, k, v, table, cl)
+    assert (np.abs(ref.reference(np, q, k, v, table, cl + 1) - want) > mag).any()
+
+
+def test_tolerance_fails_fp16_score_accumulation(ref):
+    """q.k summed in float16 (the classic half2 kernel) at scores near 90 errs by far more than ds."""
+    q, k, v, table, cl = _case(9, 1, 2, 1, 8, 2, [20])
+    rng = np.random.default_rng(0)
+    q[:] = rng.uniform(2.8, 2.85, q.shape).astype(np.float16)
+    k[:] = rng.uniform(2.8, 2.85, k.shape).astype(np.float16)
+    want, mag = ref.reference(np, q, k, v, table, cl), ref.magnitude(np, q, k, v, table, cl)
+    G = 2
+    o = np.zeros_like(want)
+    for hq in range(2):
+        s = np.zeros(20, np.float16)
+        keys = [k[table[0, i // 16], i % 16, hq // G] for i in range(20)]
+        for i, key in enumerate(keys):
+            for d in range(128):
+                s[i] = np.float16(s[i] + np.float16(q[0, hq, d] * key[d]))
+        s = s.astype(np.float64) / math.sqrt(128)
+        w = np.exp(s - s.max())
+        o[0, hq] = (w / w.sum()) @ np.array([v[table[0, i // 16], i % 16, hq // G] for i in range(20)], np.float64)
+    assert (np.abs(o - want) > mag).any()
+
+
+# -- the split plan -------------------------------------------------------------------------------
+SHAPES = [(64, 8, 512), (1, 8, 8192), (64, 8, 8192), (16, 8, 8192), (1, 1, 1), (3, 2, 5), (64, 16, 8192),
+          (7, 3, 33), (1, 16, 8192), (2, 1, 31)]
+
+
+@pytest.mark.parametrize("B, HKV, MB", SHAPES)
+@pytest.mark.parametrize("sms", [132, 7])
+def test_split_plan_covers_every_block_once(sol, B, HKV, MB, sms):
+    """Replays the kernel's indexing: CTA (s, h, b) takes blocks [s P, min((s + 1) P, nb)), warp w
+    of it blocks blk0 + w + 4 k; the combine merges ceil(nb / P) splits. For lengths 1, 16 MB and
+    random ones, every block of every sequence is taken by exactly one (split, warp)."""
+    plan = sol._plan(B, HKV, MB, sms)
+    P, S = plan["P"], plan["S"]
+    assert plan["grid"] == (S, HKV, B) and P >= sol._P_MIN and S * P >= MB and (S - 1) * P < MB
+    assert B * HKV * S <= max(sol._CTAS_PER_SM * sms, B * HKV) + B * HKV      # the cap, up to rounding
+    rng = np.random.default_rng(B * 1000 + MB)
+    for L in [1, 16, 17, 16 * MB, *rng.integers(1, 16 * MB + 1, 4)]:
+        nb = -(-int(L) // 16)
+        seen = np.zeros(nb, np.int64)
+        active = 0
+        for s in range(S):
+            blk0 = s * P
+            if blk0 >= nb:
+                continue
+            active += 1
+            cnt = min(blk0 + P, nb) - blk0
+            for w in range(4):
+                nk = (cnt - w + 3) // 4 if cnt > w else 0
+                for kk in range(nk):
+                    seen[blk0 + w + kk * 4] += 1
+            assert cnt >= 1                           # warp 0 has a block: the merge's max is finite
+        assert (seen == 1).all()
+        assert active == -(-nb // P) and active <= S      # splits_b in the kernels; partials fit (B, HQ, S)
+
+
+def test_split_plan_targets():
+    """The two benchmark shapes of the issue: batch 64 at 8192 tokens splits into 16 per sequence,
+    batch 1 at 131072 into 256 (2048 CTAs for 8 KV heads: 15 per SM of an H200)."""
+    sol = _load("ex16_draft_solution_t", DRAFT / "solution" / "solution.py")
+    assert sol._plan(64, 8, 512, 132) == {"P": 32, "S": 16, "grid": (16, 8, 64)}
+    assert sol._plan(1, 8, 8192, 132) == {"P": 32, "S": 256, "grid": (256, 8, 1)}
+    # the uneven benchmark: the 64-CTAs-per-SM cap makes the splits longer (125 blocks, 2000 tokens)
+    assert sol._plan(16, 8, 8192, 132) == {"P": 125, "S": 66, "grid": (66, 8, 16)}
+
+
+# -- the fixtures: each differs from the reference in the one place it says ------------------------
+def test_fixtures_differ_from_the_solution_only_where_they_say():
+    import difflib
+    sol_k, sol_py = (DRAFT / "solution" / "kernel.cu").read_text(), (DRAFT / "solution" / "solution.py").read_text()
+    fx = DRAFT / "fixtures"
+
+    def changed(a, b):
+        return [ln for ln in difflib.unified_diff(a.splitlines(), b.splitlines(), lineterm="", n=0)
+                if ln[:1] in "+-" and not ln.startswith(("+++", "---"))]
+    past = changed(sol_k, (fx / "reads_past_context" / "kernel.cu").read_text())
+    assert [ln for ln in past if "//" not in ln.split("cp_async16")[0] and "cp_async16" in ln] == [
+        "-        cp_async16(smem_addr(sv + t * PD_ROW + col), vc + off, t < ntok);",
+        "+        cp_async16(smem_addr(sv + t * PD_ROW + col), vc + off, true);   // FIXTURE: V past L loaded (0 * NaN)"]
+    assert (fx / "no_split" / "kernel.cu").read_text() == sol_k
+    code = [ln for ln in changed(sol_py, (fx / "no_split" / "solution.py").read_text()) if not ln[1:].startswith('"""')]
+    assert code == ["-_P_MIN = 32                    # blocks per split at least: 512 tokens, 256 KB of K and V per KV head",
+                    "+_P_MIN = 1 << 20  # FIXTURE: never split (was 32)",
+                    "+_P_MIN_WAS = 32                    # blocks per split at least: 512 tokens, 256 KB of K and V per KV head"]
+    nosplit = _load("ex16_fixture_nosplit", fx / "no_split" / "solution.py")
+    assert nosplit._plan(1, 8, 8192, 132)["S"] == 1 and nosplit._plan(64, 8, 512, 132)["S"] == 1
+
+
+def test_fixture_kernels_compile():
+    log, _ptx = _nvrtc_build((DRAFT / "fixtures" / "reads_past_context" / "kernel.cu").resolve())
+    assert "error" not in log.lower()
