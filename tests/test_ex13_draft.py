@@ -2,7 +2,7 @@
 grading compiles (no spills, registers within the setmaxnreg budget, shared memory within 227 KB,
 HGMMA and UTMALDG in the SASS), its spec is valid but for what the grader does not take yet, and
 solve's index math (tile counts, the grouped persistent order) covers every tile once. Nothing
-here runs a kernel: the draft has never run on a GPU (drafts/ex13_gemm_hopper/README.md)."""
+here runs a kernel (its first GPU check is drafts/ex13_gemm_hopper/verify.py; README.md)."""
 from __future__ import annotations
 
 import importlib.util

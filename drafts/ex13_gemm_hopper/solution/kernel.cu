@@ -1,4 +1,4 @@
-// ex13_gemm_hopper -- DRAFT reference solution, never run on a GPU (see ../README.md).
+// ex13_gemm_hopper -- DRAFT reference solution: correct on an H200, not yet timed (see ../README.md).
 //
 // C = A B^T: A (M x K) and B (N x K) both row-major ("TN": both operands K-major), float16 or
 // bfloat16 in, fp32 accumulation, C (M x N, row-major) written in the inputs' type.

@@ -1,4 +1,4 @@
-"""ex13_gemm_hopper -- DRAFT reference solution (never run on a GPU; see ../README.md).
+"""ex13_gemm_hopper -- DRAFT reference solution (correct on an H200, not yet timed; see ../README.md).
 
 c = a b^T: a (M, K) and b (N, K) row-major (both K-major, "TN"), float16, or bfloat16 given as
 uint16 arrays of bf16 bit patterns (CuPy has no bfloat16 dtype); c (M, N) in the inputs' dtype.
