@@ -1,0 +1,237 @@
+// ex15_gemm_fp8_blockscaled -- DRAFT student template (stub), never run on a GPU (see ../README.md).
+// The helpers below are given; the body of gemm_fp8_body is yours.
+//
+// D = sum over k-blocks kb of sa[m, kb] * sb[n / 128, kb] * (A[m, kb-block] . B[n, kb-block]):
+//   A  (M x K) FP8 e4m3 bits, row-major (K-major)    sa (M x K/128) float32: one scale per 1 x 128
+//   B  (N x K) FP8 e4m3 bits, row-major (K-major)    sb (ceil(N/128) x K/128) float32: per 128 x 128
+//   D  (M x N) bfloat16, row-major.                  K is a multiple of 128; M, N >= 1.
+// DeepSeek-V3's recipe (arXiv 2412.19437, section 3.3): the tensor core's FP8 accumulation keeps
+// only about 14 bits, so each 128-wide k-block is multiplied into a fresh accumulator set, which is
+// then scaled and added ("promoted") into fp32 registers by CUDA cores.
+//
+// Needs sm_90a (wgmma, setmaxnreg): compiled for anything else the kernel only traps (the body is
+// under __CUDA_ARCH_FEAT_SM90_ALL, so tests/test_nvcc.py can still build this file for sm_80-sm_90).
+//
+// Design (ex13's verified structure; what changed is marked *)
+//   CTA tile 128 x 128 x 128 (BM x BN x BK), 384 threads = 3 warpgroups:
+//     warpgroup 0   producer: setmaxnreg.dec to 40 registers; one thread issues the TMA loads of
+//                   one A tile (128 x 128 e4m3 = 16 KB) and one B tile (128 x 128 = 16 KB) per stage;
+//     warpgroups 1-2 consumers: setmaxnreg.inc to 232; consumer c computes rows 64c .. 64c + 63 of
+//                   the CTA tile, all 128 columns, with wgmma.mma_async m64n128k32 .e4m3.e4m3 (*).
+//   * BK = 128: a row of an FP8 tile is 128 elements = 128 bytes = one 128-byte swizzle row, and one
+//     scale block; so a pipeline stage is exactly one k-block and its scales are one sa value per
+//     row and one sb value per tile (BN = 128 = one sb block: tn is the sb row).
+//   * Two accumulator sets per consumer thread: acc (64 fp32, the tile's running sum) and blk (64
+//     fp32, one k-block). Per k-block: 4 wgmma k32 steps into blk, the first with scale-d = 0 (so
+//     blk starts from zero without any instruction), commit, wait_group 0, release the stage, then
+//     acc += (sa[row, kb] * sb[tn, kb]) * blk (64 FFMA a thread). BN = 128 because 2 x 64 x BN / 128
+//     fp32 a thread must fit in 232 registers with the addressing: BN = 256 would need 256 for the
+//     accumulators alone; BN = 192 (192 + ~30) would fit only just and makes a tile straddle two sb
+//     blocks (the knob if smem bandwidth limits BN = 128: README.md).
+//     The two consumer warpgroups overlap one another: while one promotes, the other's wgmma run.
+//   * Scales travel by plain global loads in the consumers (not TMA): each thread owns two rows of
+//     the tile (the accumulator layout below) and loads their sa[row, kb] (guarded by M) and the
+//     one sb[tn, kb] before it waits for the stage, so the loads (L2 hits: sa and sb are small)
+//     are in flight during the wgmma and consumed after wait_group.
+//   Shared memory: STAGES = 6 stages of 32 KB = 192 KB, plus 2 * STAGES mbarriers.
+//   Pipeline: full[s] (count 1: the producer's arrive.expect_tx; the TMA's complete_tx bytes finish
+//   the phase) and empty[s] (count 8: lane 0 of each consumer warp, once the wgmma that read stage
+//   s are complete). The producer waits empty[s] with the opposite parity, so a fresh barrier
+//   counts as free.
+//   Tails: boxes outside the tensor (rows >= M or N) are zero-filled and still counted in the
+//   transaction bytes; K is a multiple of 128 so no K tail exists, and the global row stride (K
+//   bytes) is a multiple of 16 as the TMA needs. Stores of D are guarded.
+//   Persistent grid: one CTA per SM, tiles t = blockIdx.x, blockIdx.x + gridDim.x, ... in a grouped
+//   order (group_m tile rows walked column by column) for L2 reuse. The producer runs ahead into
+//   the next tile while the consumers store this one.
+//
+// References (PTX ISA 8.x, "Asynchronous Warpgroup Level Matrix Multiply-Accumulate Instructions"):
+//   * "Matrix Descriptor Format": bits 0-13 start address >> 4, bits 16-29 leading dimension byte
+//     offset >> 4, bits 32-45 stride dimension byte offset >> 4, bits 49-51 matrix base offset,
+//     bits 62-63 swizzle mode (0 none, 1 128B, 2 64B, 3 32B).
+//   * wgmma.mma_async for .e4m3/.e5m2: "d, a-desc, b-desc, scale-d, imm-scale-a, imm-scale-b" (no
+//     transpose operands: both A and B must be K-major, which A (M x K) and B (N x K) are). K = 32
+//     per instruction = 32 bytes, the same +32-byte descriptor step as ex13's k16 of 2-byte types.
+//   * Figure "WGMMA .m64nNk32 register fragment layout for accumulator matrix D" (as k16): warp w
+//     owns rows 16w .. 16w + 15; lane l holds, for each 8-column slice j, d[4j + 0..1] at row
+//     16w + l/4, columns 8j + 2(l%4) + 0..1, and d[4j + 2..3] at row 16w + l/4 + 8, same columns.
+
+#include <cuda_bf16.h>
+
+#define H_BM 128
+#define H_BN 128
+#define H_BK 128                                    // e4m3 elements = bytes: one swizzle row, one scale block
+#define H_STAGES 6
+#define H_THREADS 384
+#define H_ACC 64                                    // fp32 accumulators per consumer thread per set: 64 x BN / 128
+#define H_A_BYTES (H_BM * H_BK)                     // 16384
+#define H_B_BYTES (H_BN * H_BK)                     // 16384
+#define H_STAGE_BYTES (H_A_BYTES + H_B_BYTES)       // 32768: the expect_tx count of one stage
+// dynamic shared memory: 1024 bytes of slack to align the base to 1024, the stages, the barriers
+#define H_SMEM_BYTES (1024 + H_STAGES * H_STAGE_BYTES + 2 * H_STAGES * 8)
+
+// A CUtensorMap (cuda.h) is 128 opaque bytes, 64-byte aligned; NVRTC has no cuda.h, so this is
+// its stand-in. solution.py encodes it with grader.kernel.tensor_map and passes it by value.
+struct __align__(64) TmaDesc {
+    unsigned long long opaque[16];
+};
+
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+
+__device__ __forceinline__ unsigned smem_u32(const void* p)
+{
+    return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+// ---- mbarrier (as ex13) -----------------------------------------------------------------------
+__device__ __forceinline__ void mbar_init(unsigned bar, unsigned count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive_expect_tx(unsigned bar, unsigned bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" :: "r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(unsigned bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" :: "r"(bar) : "memory");
+}
+__device__ __forceinline__ bool mbar_try_wait(unsigned bar, unsigned parity)
+{
+    unsigned done;
+    asm volatile("{\n"
+                 ".reg .pred p;\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                 "selp.u32 %0, 1, 0, p;\n"
+                 "}\n" : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+    return done != 0;
+}
+__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity)
+{
+    while (!mbar_try_wait(bar, parity)) {
+    }
+}
+
+// ---- TMA (as ex13) ----------------------------------------------------------------------------
+__device__ __forceinline__ void tma_prefetch(const TmaDesc* map)
+{
+    asm volatile("prefetch.tensormap [%0];\n" :: "l"(reinterpret_cast<unsigned long long>(map)) : "memory");
+}
+// The box at (c0 = column, c1 = row) of `map` into shared memory at dst; completes tx bytes on bar.
+__device__ __forceinline__ void tma_load_2d(unsigned dst, const TmaDesc* map, unsigned bar, int c0, int c1)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%3, %4}], [%2];\n"
+                 :: "r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(bar), "r"(c0), "r"(c1)
+                 : "memory");
+}
+
+// ---- wgmma ------------------------------------------------------------------------------------
+// Descriptor of a K-major tile written by the TMA with 128-byte swizzle (ex13's, unchanged: it
+// depends on bytes, not elements): start address >> 4; leading byte offset unused (1); stride byte
+// offset 1024 >> 4 (8 rows x 128 bytes); base offset 0 (tiles 1024-byte aligned); swizzle 1 = 128B.
+__device__ __forceinline__ unsigned long long smem_desc(unsigned addr)
+{
+    return static_cast<unsigned long long>((addr & 0x3FFFF) >> 4)
+         | (1ull << 16)
+         | (static_cast<unsigned long long>(1024 >> 4) << 32)
+         | (1ull << 62);
+}
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N> __device__ __forceinline__ void wgmma_wait()
+{
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" :: "n"(N) : "memory");
+}
+// Pins every register of d to this point of the (volatile asm) instruction order: the asm of the
+// wgmma says nothing about its asynchrony, so without this the compiler could read blk before
+// wgmma.wait_group or write it after the next wgmma was issued.
+__device__ __forceinline__ void acc_fence(float (&d)[H_ACC])
+{
+#pragma unroll
+    for (int i = 0; i < H_ACC; ++i)
+        asm volatile("" : "+f"(d[i]) :: "memory");
+}
+
+#define H_ACC8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), \
+                  "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
+#define H_ACC64 H_ACC8(0), H_ACC8(8), H_ACC8(16), H_ACC8(24), H_ACC8(32), H_ACC8(40), H_ACC8(48), H_ACC8(56)
+#define H_REGS64                                                                    \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "       \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, "    \
+    "%31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, "     \
+    "%46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, "     \
+    "%61, %62, %63}"
+
+// d (64 x 128, fp32) = A (64 x 32, e4m3) B^T (32 x 128, e4m3) + (accumulate ? d : 0), both operands
+// K-major from shared memory through descriptors; imm-scale-a = imm-scale-b = 1 (no negation).
+__device__ __forceinline__ void wgmma_e4m3(float (&d)[H_ACC], unsigned long long da, unsigned long long db,
+                                           int accumulate)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 " H_REGS64
+                 ", %64, %65, p, 1, 1;\n}\n"
+                 : H_ACC64 : "l"(da), "l"(db), "r"(accumulate));
+}
+
+// Tile t of the grouped order (the same formula as _tile_coords in solution.py, which
+// tests/test_ex15_draft.py replays).
+__device__ __forceinline__ void tile_coords(int t, int tiles_m, int tiles_n, int group_m, int& tm, int& tn)
+{
+    const int width = group_m * tiles_n;
+    const int first_m = (t / width) * group_m;
+    const int gsz = min(tiles_m - first_m, group_m);
+    tm = first_m + (t % width) % gsz;
+    tn = (t % width) / gsz;
+}
+
+__device__ __forceinline__ void gemm_fp8_body(const TmaDesc* tma_a, const TmaDesc* tma_b,
+                                              const float* __restrict__ scale_a, const float* __restrict__ scale_b,
+                                              __nv_bfloat16* __restrict__ D, int M, int N, int k_blocks,
+                                              int tiles_m, int tiles_n, int group_m, int vec_store)
+{
+    extern __shared__ unsigned char smem_raw[];
+    const unsigned base = (smem_u32(smem_raw) + 1023u) & ~1023u;   // 1024-aligned: swizzle atoms
+    const unsigned sa_tiles = base;                                 // STAGES A tiles
+    const unsigned sb_tiles = base + H_STAGES * H_A_BYTES;          // STAGES B tiles
+    const unsigned bars = sb_tiles + H_STAGES * H_B_BYTES;          // full[STAGES], empty[STAGES]
+    const int num_tiles = tiles_m * tiles_n;
+    const int wg = threadIdx.x / 128;
+
+    (void)sa_tiles; (void)sb_tiles; (void)bars; (void)num_tiles; (void)wg; (void)tma_a; (void)tma_b;
+    (void)scale_a; (void)scale_b; (void)D; (void)M; (void)N; (void)k_blocks; (void)tiles_m; (void)tiles_n;
+    (void)group_m; (void)vec_store;
+
+    // TODO: the block-scaled FP8 GEMM (README.md, hints in order). ex13's pipeline first:
+    //   1. Thread 0 initialises the barriers (full: count 1; empty: one arrival per consumer warp),
+    //      then fence.mbarrier_init and __syncthreads().
+    //   2. Warpgroup 0 (producer): setmaxnreg.dec 40; one thread loops over this CTA's tiles and
+    //      k-blocks: wait empty[s] (parity phase ^ 1), mbar_arrive_expect_tx(full[s], H_STAGE_BYTES),
+    //      tma_load_2d of the A box at (kb * H_BK, tile row * H_BM) and the B box at
+    //      (kb * H_BK, tile column * H_BN).
+    //   3. Warpgroups 1 and 2 (consumers): setmaxnreg.inc 232; per tile zero acc; per k-block load
+    //      the scales of this thread's two rows and of the tile's column block, wait full[s],
+    //      wgmma_fence, 4 x wgmma_e4m3 into blk (the first with accumulate = 0), commit,
+    //      wait<0>, release stage s, then acc += sa * sb * blk in fp32 (acc_fence(blk) around
+    //      the wgmma, so the compiler keeps blk where the asm says).
+    //   4. Epilogue: the accumulator layout (see the header) to bfloat16, stores guarded by M and N.
+}
+
+#define H_KERNEL_BODY \
+    gemm_fp8_body(&tma_a, &tma_b, scale_a, scale_b, D, M, N, k_blocks, tiles_m, tiles_n, group_m, vec_store)
+#else
+#define H_KERNEL_BODY __trap()   // not sm_90a: wgmma and setmaxnreg do not exist
+#endif
+
+// tma_a: A (M x K) e4m3 bytes, box 128 x 128; tma_b: B (N x K), box 128 x 128; scale_a (M x
+// k_blocks), scale_b (ceil(N / 128) x k_blocks) float32; k_blocks = K / 128; vec_store: D's rows may
+// be written two elements at a time (N even and D 4-byte aligned). Launch: 384 threads,
+// H_SMEM_BYTES of dynamic shared memory, a grid of at most the number of SMs (persistent).
+extern "C" __global__ void __launch_bounds__(H_THREADS, 1)
+gemm_fp8_blockscaled(const __grid_constant__ TmaDesc tma_a, const __grid_constant__ TmaDesc tma_b,
+                     const float* __restrict__ scale_a, const float* __restrict__ scale_b, __nv_bfloat16* D,
+                     int M, int N, int k_blocks, int tiles_m, int tiles_n, int group_m, int vec_store)
+{
+    H_KERNEL_BODY;
+}

@@ -1,0 +1,420 @@
+"""drafts/ex15_gemm_fp8_blockscaled, checked without a GPU: its kernel compiles with NVRTC for
+sm_90a as grading compiles (no spills, registers within the setmaxnreg budget, shared memory within
+227 KB, QGMMA (FP8 wgmma) and UTMALDG in the SASS), the template compiles, the e4m3 decoder and
+encoder are exact, the oracle is the per-k-block sum it claims to be, the spec is valid but for what
+the grader does not take yet, and solve's index math (the grouped persistent order, each thread's
+rows, columns and scale indices) covers every element once and reproduces the oracle. Nothing here
+runs a kernel (its first GPU check is drafts/ex15_gemm_fp8_blockscaled/verify.py; README.md)."""
+from __future__ import annotations
+
+import importlib.util
+import re
+import shutil
+import struct
+import subprocess
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.conftest import ROOT
+
+DRAFT = ROOT / "drafts" / "ex15_gemm_fp8_blockscaled"
+KERNEL = DRAFT / "solution" / "kernel.cu"
+TEMPLATE = DRAFT / "template" / "kernel.cu"
+ARCH = "sm_90a"
+GEMM = "gemm_fp8_blockscaled"
+THREADS = 384
+# 65536 registers per SM over 384 threads, in the allocation unit of 8: what a 384-thread CTA may
+# start with; setmaxnreg then moves them (40 producer, 232 consumer: 40 * 128 + 232 * 256 = 64512).
+REG_BUDGET = (65536 // THREADS) // 8 * 8          # 168
+SMEM_LIMIT = 227 * 1024                            # dynamic shared memory per block on sm_90
+
+
+def _module(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)   # no GPU needed: solution.py compiles kernel.cu on the first solve
+    return mod
+
+
+def _solution_module():
+    return _module("ex15_draft_solution", DRAFT / "solution" / "solution.py")
+
+
+def _reference_module():
+    return _module("ex15_draft_reference", DRAFT / "reference.py")
+
+
+def _defines(text: str) -> dict[str, int]:
+    return {m[1]: int(m[2]) for m in re.finditer(r"^#define (H_\w+) (\d+)\b", text, re.M)}
+
+
+def _nvrtc_compile(path: Path):
+    from grader.static import _nvrtc, grading_options, nvrtc_unavailable
+    why = nvrtc_unavailable()
+    if why:
+        pytest.skip(f"NVRTC cannot be loaded here: {why}")
+    nvrtc = _nvrtc()
+    path = path.resolve()
+    prog = nvrtc.createProgram(path.read_text(), str(path), [], [])
+    try:
+        try:
+            nvrtc.compileProgram(prog, [*grading_options(("-std=c++17",), ARCH), "-lineinfo", "-Xptxas=-v"])
+        except nvrtc.NVRTCError:
+            pytest.fail(f"NVRTC failed on {path.name}:\n{nvrtc.getProgramLog(prog)}")
+        log = nvrtc.getProgramLog(prog)
+        log = log.decode(errors="replace") if isinstance(log, bytes) else log
+        ptx = nvrtc.getPTX(prog)
+        ptx = ptx.decode(errors="replace") if isinstance(ptx, bytes) else ptx
+        return log, nvrtc.getCUBIN(prog), ptx
+    finally:
+        nvrtc.destroyProgram(prog)
+
+
+@pytest.fixture(scope="module")
+def nvrtc_build():
+    """(ptxas log, cubin, PTX) of the solution's kernel.cu compiled by NVRTC for sm_90a, grading's options."""
+    return _nvrtc_compile(KERNEL)
+
+
+# ---- the kernel: compiles, resources, instructions --------------------------------------------
+
+def test_resources_within_budget(nvrtc_build):
+    from grader.static import _parse_ptxas
+    log, _cubin, _ptx = nvrtc_build
+    k = {k.name: k for k in _parse_ptxas(log)}[GEMM]
+    assert k.spill_store_bytes == 0 and k.spill_load_bytes == 0 and k.stack_bytes == 0, k
+    assert k.registers <= REG_BUDGET, k
+    assert k.shared_bytes == 0, k      # all of it dynamic, sized below
+    assert "serializ" not in log.lower(), log   # ptxas: "wgmma ... serialized" (a fence or register move)
+    assert not [ln for ln in log.splitlines() if "warning" in ln.lower()], log
+
+
+def test_ptx_has_the_hopper_fp8_instructions(nvrtc_build):
+    _log, _cubin, ptx = nvrtc_build
+    for pattern in (r"wgmma\.mma_async\.sync\.aligned\.m64n128k32\.f32\.e4m3\.e4m3",
+                    r"cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global\.mbarrier::complete_tx::bytes",
+                    r"setmaxnreg\.dec\.sync\.aligned\.u32 40", r"setmaxnreg\.inc\.sync\.aligned\.u32 232",
+                    r"mbarrier\.try_wait\.parity", r"mbarrier\.arrive\.expect_tx", r"wgmma\.wait_group\.sync\.aligned 0"):
+        assert re.search(pattern, ptx), pattern
+    spec = tomllib.loads((DRAFT / "spec.toml").read_text())
+    for pattern in spec["features"]["required_ptx"]:
+        assert re.search(pattern, ptx), pattern
+
+
+def test_template_compiles_for_sm90a():
+    log, _cubin, _ptx = _nvrtc_compile(TEMPLATE)
+    assert not [ln for ln in log.splitlines() if "warning" in ln.lower()], log
+
+
+def test_shared_memory_and_constants_agree():
+    """solution.py's tile constants and dynamic shared memory are kernel.cu's, within 227 KB; a stage
+    row is one 128-byte swizzle row and one scale block; the two accumulator sets fit the consumers'
+    232 registers with room for the addressing."""
+    d = _defines(KERNEL.read_text())
+    mod = _solution_module()
+    assert (mod._BM, mod._BN, mod._BK, mod._STAGES, mod._THREADS) == (
+        d["H_BM"], d["H_BN"], d["H_BK"], d["H_STAGES"], d["H_THREADS"])
+    stage = (d["H_BM"] + d["H_BN"]) * d["H_BK"]          # e4m3: one byte an element
+    assert mod._SMEM == 1024 + d["H_STAGES"] * stage + 2 * d["H_STAGES"] * 8 == 197728
+    assert mod._SMEM <= SMEM_LIMIT
+    assert d["H_BK"] == 128 == mod._SCALE_BLOCK     # 128 e4m3 = 128 bytes: the swizzle row the descriptors assume
+    assert d["H_BN"] == mod._SCALE_BLOCK            # one sb block per tile: the kernel reads sb row tn
+    assert d["H_ACC"] == 64 * d["H_BN"] // 128 and 2 * d["H_ACC"] + 40 <= 232
+
+
+def _tool(name: str) -> str | None:
+    """cuobjdump / nvdisasm: on PATH, in the CUDA toolkit, or from pip's nvidia-cuda-* wheels."""
+    found = shutil.which(name) or next((str(p) for p in Path("/usr/local").glob(f"cuda*/bin/{name}")), None)
+    if found:
+        return found
+    try:
+        import nvidia
+        for base in nvidia.__path__:
+            for p in Path(base).glob(f"*/bin/{name}"):
+                return str(p)
+    except ImportError:
+        pass
+    return None
+
+
+def test_sass_has_qgmma_and_utmaldg(nvrtc_build, tmp_path):
+    cuobjdump, nvdisasm = _tool("cuobjdump"), _tool("nvdisasm")
+    if not cuobjdump or not nvdisasm:
+        pytest.skip("cuobjdump and nvdisasm are needed to read the SASS (CUDA toolkit, or pip install "
+                    "nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)")
+    _log, cubin, _ptx = nvrtc_build
+    # CuPy's nvrtc.getCUBIN may hand back one byte short of the ELF (see tests/test_ex13_draft.py)
+    phoff, = struct.unpack_from("<Q", cubin, 0x20)
+    phentsize, phnum = struct.unpack_from("<HH", cubin, 0x36)
+    cubin = cubin + b"\0" * max(0, phoff + phentsize * phnum - len(cubin))
+    (tmp_path / "k.cubin").write_bytes(cubin)
+    env = {"PATH": f"{Path(nvdisasm).parent}:/usr/bin:/bin"}
+    sass = subprocess.run([cuobjdump, "-sass", str(tmp_path / "k.cubin")], capture_output=True, text=True,
+                          timeout=120, env=env, check=True).stdout
+    funcs = dict(re.findall(r"Function : (\w+)\n(.*?)(?=\n\s*Function : |\Z)", sass, re.S))
+    body = funcs[GEMM]
+    qgmma = re.findall(r"QGMMA\.64x128x32\.F32\.E4M3\.E4M3 [^;]*;", body)
+    assert len(qgmma) == 4, qgmma                 # 4 k32 steps per k-block, unrolled
+    assert ", RZ, !UPT" in qgmma[0]               # the first starts from zero (scale-d = 0): a fresh block sum
+    assert len(re.findall(r"\bUTMALDG\.2D\b", body)) == 2    # the A box and the B box
+    assert "USETMAXREG" in body
+    assert not re.search(r"\b(LDL|STL)\b", body)            # no local memory
+    assert len(re.findall(r"\bFFMA\b", body)) >= 64          # the promotion: 64 per k-block a thread
+
+
+# ---- the oracle: e4m3 decoding, encoding, the per-k-block sum ---------------------------------
+
+def test_e4m3_decoder_known_values():
+    t = _reference_module().E4M3
+    assert t.shape == (256,) and t.dtype == np.float64
+    assert t[0x7E] == 448.0 and t[0xFE] == -448.0          # largest finite: S.1111.110 = 1.75 * 2^8
+    assert t[0x08] == 2.0 ** -6                            # smallest normal
+    assert t[0x01] == 2.0 ** -9 and t[0x81] == -(2.0 ** -9)   # smallest subnormal
+    assert t[0x07] == 7 * 2.0 ** -9                        # largest subnormal
+    assert t[0x38] == 1.0 and t[0x39] == 1.125 and t[0x40] == 2.0 and t[0xB8] == -1.0
+    assert t[0x00] == 0.0 and t[0x80] == 0.0 and np.signbit(t[0x80])
+    assert np.isnan(t[0x7F]) and np.isnan(t[0xFF])
+    assert np.isnan(t).sum() == 2 and not np.isinf(t).any()   # no infinities: 0x78..0x7E are finite
+    assert t[0x78] == 256.0
+    pos = t[:0x7F]
+    assert (np.diff(pos) > 0).all() and np.array_equal(t[0x80:0xFF], -pos)
+
+
+def test_e4m3_decoder_against_ml_dtypes():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    want = np.arange(256, dtype=np.uint8).view(ml_dtypes.float8_e4m3fn).astype(np.float64)
+    got = _reference_module().E4M3
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    assert np.array_equal(got[~np.isnan(got)], want[~np.isnan(want)])
+
+
+def test_e4m3_encoder_rounds_to_nearest_even_and_saturates():
+    ref = _reference_module()
+    codes = np.array([c for c in range(256) if c not in (0x7F, 0xFF)], dtype=np.uint8)
+    assert np.array_equal(ref.encode_e4m3(np, ref.E4M3[codes]), codes)     # every finite value round-trips
+    x = np.array([1.0625, 1.1875, 2.0 ** -10, 3 * 2.0 ** -10, 464.0, 1e9, -1e9, 449.0, np.nan, 1e-30, -0.0])
+    want = [0x38, 0x3A, 0x00, 0x02, 0x7E, 0x7E, 0xFE, 0x7E, 0x7F, 0x00, 0x80]
+    assert ref.encode_e4m3(np, x).tolist() == want
+    rng = np.random.default_rng(1)
+    v = rng.standard_normal(10000) * 50
+    enc = ref.E4M3[ref.encode_e4m3(np, v)]
+    pos = ref.E4M3[:0x7F]
+    nearest = pos[np.abs(np.abs(v)[:, None] - pos[None, :]).argmin(axis=1)] * np.sign(v)
+    assert np.array_equal(np.abs(enc - v), np.abs(nearest - v))              # nearest (ties aside)
+
+
+def _random_inputs(rng, M, N, K):
+    kb, nb = K // 128, -(-N // 128)
+    a = rng.integers(0, 254, (M, K))
+    b = rng.integers(0, 254, (N, K))
+    a = np.where(a >= 0x7F, a + 1, a).astype(np.uint8)     # every finite code, subnormals included
+    b = np.where(b >= 0x7F, b + 1, b).astype(np.uint8)
+    sa = rng.uniform(0.001, 2, (M, kb)).astype(np.float32)
+    sb = rng.uniform(0.001, 2, (nb, kb)).astype(np.float32)
+    return a, sa, b, sb
+
+
+@pytest.mark.parametrize("M, N, K", [(1, 1, 128), (3, 130, 256), (17, 257, 384), (5, 128, 1024)])
+def test_oracle_is_the_per_k_block_sum(M, N, K):
+    """reference() against the definition, term by term: a loop over k-blocks, NumPy dot products of
+    decoded values, the block's two scales applied to its sum."""
+    ref = _reference_module()
+    rng = np.random.default_rng(M * N + K)
+    a, sa, b, sb = _random_inputs(rng, M, N, K)
+    dec = ref.E4M3
+    want = np.zeros((M, N))
+    mag = np.zeros((M, N))
+    for kb in range(K // 128):
+        ks = slice(128 * kb, 128 * (kb + 1))
+        for n in range(N):
+            blk = dec[a[:, ks]] @ dec[b[n, ks]]
+            blk_abs = np.abs(dec[a[:, ks]]) @ np.abs(dec[b[n, ks]])
+            s = sa[:, kb].astype(np.float64) * float(sb[n // 128, kb])
+            want[:, n] += s * blk
+            mag[:, n] += s * blk_abs
+    got = ref.reference(np, a, sa, b, sb)
+    assert got.dtype == np.float64 and got.shape == (M, N)
+    assert np.allclose(got, want, rtol=1e-13, atol=1e-13 * mag.max())
+    assert np.allclose(ref.magnitude(np, a, sa, b, sb), mag, rtol=1e-13, atol=0)
+    # decoded float inputs (what a grader that decodes FP8 itself would pass) give the same
+    assert np.array_equal(ref.reference(np, dec[a].astype(np.float32), sa, dec[b].astype(np.float32), sb), got)
+
+
+# ---- the spec ------------------------------------------------------------------------------------
+
+def _variant_spec(tmp_path: Path) -> Path:
+    """The draft spec with what the grader lacks replaced: FP8 inputs as uint8, the derived shapes
+    K // 128 and ceil(N / 128) as dims KB and NB tied by constraints, the ceiling fp16."""
+    import tomli_w
+    raw = tomllib.loads((DRAFT / "spec.toml").read_text())
+    for t in raw["signature"]["inputs"]:
+        if t["dtype"] == "float8_e4m3fn":
+            t["dtype"] = "uint8"
+        t["shape"] = [{"K // 128": "KB", "ceil(N / 128)": "NB"}.get(s, s) for s in t["shape"]]
+    for name in ("a", "b"):
+        raw["values"][name] = [{"kind": "integers", "low": 0, "high": 127}]   # codes 0..0x7E
+    raw["dims"]["KB"] = {"min": 1, "max": 1025}
+    raw["dims"]["NB"] = {"min": 1, "max": 256}
+    raw["dims"]["constraints"] += ["K == 128 * KB", "NB == (N + 127) // 128"]
+    for case in raw["edge_cases"]:
+        case["KB"], case["NB"] = case["K"] // 128, -(-case["N"] // 128)
+    for bench in raw["benchmark"]:
+        dims = bench["dims"]
+        dims["KB"], dims["NB"] = dims["K"] // 128, -(-dims["N"] // 128)
+    raw["performance"]["ceiling"] = "fp16"
+    folder = tmp_path / "ex15_gemm_fp8_blockscaled"
+    folder.mkdir()
+    (folder / "spec.toml").write_text(tomli_w.dumps(raw))
+    return folder / "spec.toml"
+
+
+def test_draft_spec_is_refused_only_for_the_fp8_dtype():
+    from grader.spec import SpecError, load_spec
+    with pytest.raises(SpecError, match="float8_e4m3fn"):
+        load_spec(DRAFT / "spec.toml")
+
+
+def test_draft_spec_variant_loads(tmp_path):
+    """Everything but the three missing features is valid: the variant loads, its edge cases and
+    benchmarks satisfy the dims, and it pins sm_90a and the FP8 wgmma."""
+    from grader.spec import load_spec
+    spec = load_spec(_variant_spec(tmp_path))
+    assert spec.arch == "sm_90a" and any("e4m3" in p for p in spec.required_ptx)
+    for case in spec.edge_cases:
+        assert spec.check_dims(dict(case.dims)) is None, case
+
+
+def test_static_report_of_the_draft_solution(tmp_path):
+    """grade --compile-only's checks on the draft solution against the variant spec: compiles,
+    solve's signature, imports, kernel names, forbidden patterns, required PTX."""
+    from grader.spec import load_spec
+    from grader.static import nvrtc_unavailable, static_report
+    why = nvrtc_unavailable()
+    if why:
+        pytest.skip(f"NVRTC cannot be loaded here: {why}")
+    rep = static_report(load_spec(_variant_spec(tmp_path)), DRAFT / "solution", ARCH)
+    assert rep.compiled and not rep.problems and not rep.warnings, (rep.problems, rep.warnings)
+
+
+# ---- host-side index math: the schedule and each thread's share ---------------------------------
+
+SHAPES = [(1, 1, 128), (17, 17, 256), (127, 129, 128), (1000, 1, 384), (4099, 5, 128), (513, 1025, 2048),
+          (8192, 8192, 8192), (4096, 7168, 2048), (64, 7168, 8192), (16384, 16384, 128), (2000, 300, 1280)]
+
+
+@pytest.mark.parametrize("M, N, K", SHAPES)
+@pytest.mark.parametrize("sms", [132, 7, 3])
+def test_persistent_grouped_order_covers_every_tile_once(M, N, K, sms):
+    """Replays the kernel's schedule: CTA b of the grid takes tiles b, b + grid, ... and maps each
+    through the grouped order; every (tile row, tile column) comes up exactly once."""
+    mod = _solution_module()
+    p = mod._plan(M, N, K, sms)
+    assert p["k_blocks"] * 128 == K
+    tiles_m, tiles_n = p["tiles_m"], p["tiles_n"]
+    assert (tiles_m - 1) * 128 < M <= tiles_m * 128 and (tiles_n - 1) * 128 < N <= tiles_n * 128
+    assert 1 <= p["grid"] <= sms and p["grid"] <= tiles_m * tiles_n
+    seen = np.zeros((tiles_m, tiles_n), dtype=np.int64)
+    t = np.arange(tiles_m * tiles_n)
+    for b in range(p["grid"]):
+        for tile in t[b::p["grid"]]:
+            tm, tn = mod._tile_coords(int(tile), tiles_m, tiles_n, p["group_m"])
+            assert 0 <= tm < tiles_m and 0 <= tn < tiles_n
+            seen[tm, tn] += 1
+    assert (seen == 1).all()
+
+
+def test_plan_refuses_k_not_a_multiple_of_128():
+    with pytest.raises(ValueError, match="multiple of 128"):
+        _solution_module()._plan(128, 128, 200, 132)
+
+
+def _emulate_kernel(mod, a, sa, b, sb, sms):
+    """kernel.cu's consumer arithmetic in NumPy float64, index by index as the kernel writes it: for
+    each CTA's tiles, consumer c, warp, lane and k-block: rows row0 = tm*128 + 64c + 16 warp + lane/4
+    and row0 + 8, their sa at min(row, M - 1), sb row tn, the fragment's columns
+    tn*128 + 8j + 2(lane%4) + 0..1; stores guarded by M and N. Returns D and a count of writes."""
+    ref = _reference_module()
+    A, B = ref.E4M3[a], ref.E4M3[b]
+    M, K = A.shape
+    N = B.shape[0]
+    p = mod._plan(M, N, K, sms)
+    kbs, tiles_m, tiles_n = p["k_blocks"], p["tiles_m"], p["tiles_n"]
+    D = np.full((M, N), np.nan)
+    writes = np.zeros((M, N), dtype=np.int64)
+    # zero-filled TMA boxes: A and B padded to whole tiles
+    Ap = np.zeros((tiles_m * 128, K))
+    Ap[:M] = A
+    Bp = np.zeros((tiles_n * 128, K))
+    Bp[:N] = B
+    lane = np.arange(32)
+    for blk in range(p["grid"]):
+        for t in range(blk, tiles_m * tiles_n, p["grid"]):
+            tm, tn = mod._tile_coords(t, tiles_m, tiles_n, p["group_m"])
+            for c in range(2):
+                for warp in range(4):
+                    row0 = tm * 128 + c * 64 + warp * 16 + lane // 4        # (32,)
+                    acc = np.zeros((32, 16, 4))                             # lane, j, d[4j + 0..3]
+                    for kb in range(kbs):
+                        ks = slice(128 * kb, 128 * (kb + 1))
+                        a0 = sa[np.minimum(row0, M - 1), kb].astype(np.float64)
+                        a1 = sa[np.minimum(row0 + 8, M - 1), kb].astype(np.float64)
+                        bs = float(sb[tn, kb])
+                        cols = tn * 128 + 8 * np.arange(16)[None, :] + 2 * (lane % 4)[:, None]   # (32, 16)
+                        blk_sum = np.empty((32, 16, 4))
+                        for i, (rows, dc) in enumerate(((row0, 0), (row0, 1), (row0 + 8, 0), (row0 + 8, 1))):
+                            blk_sum[:, :, i] = np.einsum("lk,ljk->lj", Ap[rows, ks], Bp[cols + dc, ks])
+                        acc[:, :, 0:2] += (a0 * bs)[:, None, None] * blk_sum[:, :, 0:2]
+                        acc[:, :, 2:4] += (a1 * bs)[:, None, None] * blk_sum[:, :, 2:4]
+                    for h in range(2):
+                        rows = row0 + 8 * h
+                        for j in range(16):
+                            for e in range(2):
+                                col = tn * 128 + 2 * (lane % 4) + 8 * j + e
+                                ok = (rows < M) & (col < N)
+                                D[rows[ok], col[ok]] = acc[ok, j, 2 * h + e]
+                                np.add.at(writes, (rows[ok], col[ok]), 1)
+    return D, writes
+
+
+@pytest.mark.parametrize("M, N, K, sms", [(1, 1, 128, 132), (17, 130, 256, 132), (200, 300, 384, 3),
+                                          (129, 127, 128, 2)])
+def test_kernel_index_math_reproduces_the_oracle(M, N, K, sms):
+    """Every element of D written exactly once, with the value the oracle gives: the fragment layout,
+    the scale indices (sa's row clamp, sb's row = the tile column) and the tails agree."""
+    mod = _solution_module()
+    ref = _reference_module()
+    a, sa, b, sb = _random_inputs(np.random.default_rng(K + M), M, N, K)
+    D, writes = _emulate_kernel(mod, a, sa, b, sb, sms)
+    assert (writes == 1).all()
+    want = ref.reference(np, a, sa, b, sb)
+    mag = ref.magnitude(np, a, sa, b, sb)
+    assert np.allclose(D, want, rtol=1e-12, atol=1e-12 * mag.max())
+
+
+def test_tensor_maps_come_from_the_grader_with_the_kernels_boxes(monkeypatch):
+    """solve builds its descriptors with grader.kernel.tensor_map (box in the array's order: 128 rows
+    by 128 e4m3 bytes, 128-byte swizzle), once per (pointer, shape, dtype)."""
+    mod = _solution_module()
+    calls = []
+
+    class Fake:
+        def __init__(self, shape, ptr):
+            self.shape, self.dtype = shape, np.dtype(np.uint8)
+            self.data = type("P", (), {"ptr": ptr})()
+
+    monkeypatch.setattr(mod, "tensor_map", lambda arr, box, **kw: calls.append((arr.shape, tuple(box), kw)) or len(calls))
+    monkeypatch.setattr(mod.cp.cuda.runtime, "getDevice", lambda: 0)
+    a = Fake((1000, 1024), 0x7F0000001000)
+    assert mod._tensor_map(a, mod._BM, mod._BK) == mod._tensor_map(a, mod._BM, mod._BK) == 1
+    mod._tensor_map(Fake((512, 1024), 0x7F0000100000), mod._BN, mod._BK)
+    assert calls == [((1000, 1024), (128, 128), {"swizzle": 128, "l2_promotion": 128}),
+                     ((512, 1024), (128, 128), {"swizzle": 128, "l2_promotion": 128})]
+
+
+def test_uint8_is_a_tma_data_type():
+    """The FP8 operands travel to the TMA as uint8 (grader.tma copies bytes); the intended dtype name too."""
+    from grader.tma import DATA_TYPES
+    assert DATA_TYPES["uint8"] == DATA_TYPES["float8_e4m3fn"] == 0
