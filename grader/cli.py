@@ -29,6 +29,17 @@ SECRET_ENV = "GRADER_SECRET"
 INSTRUCTOR_COMMANDS = ("check", "calibrate", "publish", "new")   # left out of the help in a student bundle
 
 
+LOG_WIDTH = 120   # columns of the tables when stdout is a file or a CI log and COLUMNS is unset (rich: 80)
+
+
+def _stdout_console() -> Console:
+    """The console of a command's report: a terminal's own width, else COLUMNS, else LOG_WIDTH
+    (rich's 80 folded every table of a report written to a file)."""
+    if sys.stdout.isatty() or os.environ.get("COLUMNS"):
+        return Console()
+    return Console(width=LOG_WIDTH)
+
+
 class ExerciseGroup(click.Group):
     """``grade EXERCISE ...`` runs the grade command; other words are subcommands."""
 
@@ -224,7 +235,7 @@ def list_cmd(root: str | None) -> None:
     from rich.table import Table
     from grader.spec import SpecError, list_exercises, load_spec
 
-    console = Console()
+    console = _stdout_console()
     t = Table(show_edge=False)
     for col in ("exercise", "title", "points", "your folder"):
         t.add_column(col, overflow="fold")
@@ -498,7 +509,7 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
         _write_plot(result, Path(plot))
     if fmt == "text":
         from grader.report.text import render as render_text
-        render_text(result, Console())
+        render_text(result, _stdout_console())
         if output:
             write(render(result, "text", code), Path(output))
     else:
@@ -642,7 +653,7 @@ def _sanitize_after(spec, spec_path: Path, sub: Path, result, tools: tuple[str, 
     from grader import sanitize as san
     from grader.report.formats import render, write
 
-    console = Console()
+    console = _stdout_console()
     if result.status != "graded":  # compile error, malformed solve...: the grade report says why
         code = EXIT_NOT_GRADED
         if fmt == "text":
@@ -764,7 +775,7 @@ def _compile_only(spec, submission: Path, arch: str | None, fmt: str = "text", o
         return code
     if output:
         write(render_static(spec, submission, rep, "text", code), Path(output))
-    console = Console()
+    console = _stdout_console()
     console.rule(f"[bold]{spec.name}[/]: static report for {escape(str(submission))} ({arch})")
     if rep.compiled:
         console.print(escape(rep.compile_line()), highlight=False)
@@ -821,7 +832,7 @@ def check_cmd(exercises: tuple[str, ...], no_controls: bool, root: str | None) -
     _needs_solutions(r, "check")
     info = _detect_gpu()
     grade_fn = _gpu_grader(r, info) if info is not None else None
-    console = Console()
+    console = _stdout_console()
     t = Table(show_edge=False)
     for col in ("exercise", "check", "status", "detail"):
         t.add_column(col, overflow="fold")
@@ -871,7 +882,7 @@ def calibrate_cmd(exercises: tuple[str, ...], dry_run: bool, root: str | None) -
         raise click.ClickException(f"{unavailable_reason()}: calibration times kernels on a GPU")
     from grader.device import foreign_gpu_processes
     grade_fn = _gpu_grader(r, info)
-    console = Console()
+    console = _stdout_console()
     with console.status("timing the reference solutions...") as status:
         done = [0]
 
@@ -1031,7 +1042,7 @@ def batch_cmd(submissions: str, names: str, gpus: str, out: str, fmt: str, mode:
              + (["--case-limit", str(case_limit)] if case_limit else [])
              + (["--allow-unisolated"] if allow_unisolated else []))
     reference_times = _shared_reference_times(r, exs, out_dir, info) if info is not None else None
-    console = Console()
+    console = _stdout_console()
     if executor != "local":
         from grader.cluster import ClusterOptions, ClusterUnavailable, submit_and_wait
         opts = ClusterOptions(executor, per_job, gpus_per_job, job_minutes, partition)

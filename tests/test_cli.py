@@ -27,6 +27,19 @@ def test_list_shows_every_exercise(runner):
         assert name in out.output
 
 
+def test_tables_written_to_a_file_are_not_folded_at_80_columns(monkeypatch):
+    """New-user trial 14: off a terminal rich folds tables at 80 columns ("student_template/ex01_" /
+    "vector_add"), in CI logs and report files alike; without COLUMNS the reports use LOG_WIDTH."""
+    from click.testing import CliRunner
+    monkeypatch.delenv("COLUMNS", raising=False)
+    out = CliRunner().invoke(cli.main, ["list", "--root", str(ROOT)])
+    assert out.exit_code == 0 and "student_template/ex01_vector_add" in out.output, out.output
+    assert max(map(len, out.output.splitlines())) > 80
+    monkeypatch.setenv("COLUMNS", "60")   # a width the user asked for still holds
+    out = CliRunner().invoke(cli.main, ["list", "--root", str(ROOT)])
+    assert max(map(len, out.output.splitlines())) <= 60
+
+
 @pytest.mark.parametrize("query", ["7", "ex07", "ex07_softmax", "softmax"])
 def test_exercise_names_resolve_and_no_gpu_is_one_clear_line(runner, no_gpu, query):
     out = runner.invoke(cli.main, [query, "--root", str(ROOT)])
