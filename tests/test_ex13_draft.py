@@ -7,16 +7,13 @@ from __future__ import annotations
 
 import importlib.util
 import re
-import shutil
-import struct
-import subprocess
 import tomllib
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from tests.conftest import ROOT
+from tests.draft_kernels import nvrtc_compile, sass_functions
 
 DRAFT = ROOT / "drafts" / "ex13_gemm_hopper"
 KERNEL = DRAFT / "solution" / "kernel.cu"
@@ -43,25 +40,7 @@ def _defines(text: str) -> dict[str, int]:
 @pytest.fixture(scope="module")
 def nvrtc_build():
     """(ptxas log, cubin, PTX) of kernel.cu compiled by NVRTC for sm_90a with the grading options."""
-    from grader.static import _nvrtc, grading_options, nvrtc_unavailable
-    why = nvrtc_unavailable()
-    if why:
-        pytest.skip(f"NVRTC cannot be loaded here: {why}")
-    nvrtc = _nvrtc()
-    path = KERNEL.resolve()
-    prog = nvrtc.createProgram(path.read_text(), str(path), [], [])
-    try:
-        try:
-            nvrtc.compileProgram(prog, [*grading_options(("-std=c++17",), ARCH), "-lineinfo", "-Xptxas=-v"])
-        except nvrtc.NVRTCError:
-            pytest.fail(f"NVRTC failed:\n{nvrtc.getProgramLog(prog)}")
-        log = nvrtc.getProgramLog(prog)
-        log = log.decode(errors="replace") if isinstance(log, bytes) else log
-        ptx = nvrtc.getPTX(prog)
-        ptx = ptx.decode(errors="replace") if isinstance(ptx, bytes) else ptx
-        return log, nvrtc.getCUBIN(prog), ptx
-    finally:
-        nvrtc.destroyProgram(prog)
+    return nvrtc_compile(KERNEL, ARCH)
 
 
 def test_resources_within_budget(nvrtc_build):
@@ -99,38 +78,9 @@ def test_shared_memory_and_constants_agree():
     assert d["H_BK"] * 2 == 128       # one K tile row = one 128-byte swizzle row (the descriptors assume it)
 
 
-def _tool(name: str) -> str | None:
-    """cuobjdump / nvdisasm: on PATH, in the CUDA toolkit, or from pip's nvidia-cuda-* wheels."""
-    found = shutil.which(name) or next((str(p) for p in Path("/usr/local").glob(f"cuda*/bin/{name}")), None)
-    if found:
-        return found
-    try:
-        import nvidia
-        for base in nvidia.__path__:
-            for p in Path(base).glob(f"*/bin/{name}"):
-                return str(p)
-    except ImportError:
-        pass
-    return None
-
-
 def test_sass_has_hgmma_and_utmaldg(nvrtc_build, tmp_path):
-    cuobjdump, nvdisasm = _tool("cuobjdump"), _tool("nvdisasm")
-    if not cuobjdump or not nvdisasm:
-        pytest.skip("cuobjdump and nvdisasm are needed to read the SASS (CUDA toolkit, or pip install "
-                    "nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)")
     _log, cubin, _ptx = nvrtc_build
-    # CuPy's nvrtc.getCUBIN hands back one byte short of the ELF (seen with CuPy 14.2 / NVRTC 13:
-    # the ELF header's program header table ends 1 byte past the end); the driver loads it anyway,
-    # cuobjdump does not: restore the zero padding the header says is there.
-    phoff, = struct.unpack_from("<Q", cubin, 0x20)
-    phentsize, phnum = struct.unpack_from("<HH", cubin, 0x36)
-    cubin = cubin + b"\0" * max(0, phoff + phentsize * phnum - len(cubin))
-    (tmp_path / "k.cubin").write_bytes(cubin)
-    env = {"PATH": f"{Path(nvdisasm).parent}:/usr/bin:/bin"}
-    sass = subprocess.run([cuobjdump, "-sass", str(tmp_path / "k.cubin")], capture_output=True, text=True,
-                          timeout=120, env=env, check=True).stdout
-    funcs = dict(re.findall(r"Function : (\w+)\n(.*?)(?=\n\s*Function : |\Z)", sass, re.S))
+    funcs = sass_functions(cubin, tmp_path)
     assert set(GEMMS) <= set(funcs), list(funcs)
     for name in GEMMS:
         body = funcs[name]

@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import importlib.util
 import re
-import shutil
-import struct
-import subprocess
 import tomllib
 from pathlib import Path
 
@@ -19,6 +16,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import ROOT
+from tests.draft_kernels import nvrtc_compile, sass_functions
 
 DRAFT = ROOT / "drafts" / "ex15_gemm_fp8_blockscaled"
 KERNEL = DRAFT / "solution" / "kernel.cu"
@@ -51,32 +49,10 @@ def _defines(text: str) -> dict[str, int]:
     return {m[1]: int(m[2]) for m in re.finditer(r"^#define (H_\w+) (\d+)\b", text, re.M)}
 
 
-def _nvrtc_compile(path: Path):
-    from grader.static import _nvrtc, grading_options, nvrtc_unavailable
-    why = nvrtc_unavailable()
-    if why:
-        pytest.skip(f"NVRTC cannot be loaded here: {why}")
-    nvrtc = _nvrtc()
-    path = path.resolve()
-    prog = nvrtc.createProgram(path.read_text(), str(path), [], [])
-    try:
-        try:
-            nvrtc.compileProgram(prog, [*grading_options(("-std=c++17",), ARCH), "-lineinfo", "-Xptxas=-v"])
-        except nvrtc.NVRTCError:
-            pytest.fail(f"NVRTC failed on {path.name}:\n{nvrtc.getProgramLog(prog)}")
-        log = nvrtc.getProgramLog(prog)
-        log = log.decode(errors="replace") if isinstance(log, bytes) else log
-        ptx = nvrtc.getPTX(prog)
-        ptx = ptx.decode(errors="replace") if isinstance(ptx, bytes) else ptx
-        return log, nvrtc.getCUBIN(prog), ptx
-    finally:
-        nvrtc.destroyProgram(prog)
-
-
 @pytest.fixture(scope="module")
 def nvrtc_build():
     """(ptxas log, cubin, PTX) of the solution's kernel.cu compiled by NVRTC for sm_90a, grading's options."""
-    return _nvrtc_compile(KERNEL)
+    return nvrtc_compile(KERNEL, ARCH)
 
 
 # ---- the kernel: compiles, resources, instructions --------------------------------------------
@@ -105,7 +81,7 @@ def test_ptx_has_the_hopper_fp8_instructions(nvrtc_build):
 
 
 def test_template_compiles_for_sm90a():
-    log, _cubin, _ptx = _nvrtc_compile(TEMPLATE)
+    log, _cubin, _ptx = nvrtc_compile(TEMPLATE, ARCH)
     assert not [ln for ln in log.splitlines() if "warning" in ln.lower()], log
 
 
@@ -125,36 +101,9 @@ def test_shared_memory_and_constants_agree():
     assert d["H_ACC"] == 64 * d["H_BN"] // 128 and 2 * d["H_ACC"] + 40 <= 232
 
 
-def _tool(name: str) -> str | None:
-    """cuobjdump / nvdisasm: on PATH, in the CUDA toolkit, or from pip's nvidia-cuda-* wheels."""
-    found = shutil.which(name) or next((str(p) for p in Path("/usr/local").glob(f"cuda*/bin/{name}")), None)
-    if found:
-        return found
-    try:
-        import nvidia
-        for base in nvidia.__path__:
-            for p in Path(base).glob(f"*/bin/{name}"):
-                return str(p)
-    except ImportError:
-        pass
-    return None
-
-
 def test_sass_has_qgmma_and_utmaldg(nvrtc_build, tmp_path):
-    cuobjdump, nvdisasm = _tool("cuobjdump"), _tool("nvdisasm")
-    if not cuobjdump or not nvdisasm:
-        pytest.skip("cuobjdump and nvdisasm are needed to read the SASS (CUDA toolkit, or pip install "
-                    "nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)")
     _log, cubin, _ptx = nvrtc_build
-    # CuPy's nvrtc.getCUBIN may hand back one byte short of the ELF (see tests/test_ex13_draft.py)
-    phoff, = struct.unpack_from("<Q", cubin, 0x20)
-    phentsize, phnum = struct.unpack_from("<HH", cubin, 0x36)
-    cubin = cubin + b"\0" * max(0, phoff + phentsize * phnum - len(cubin))
-    (tmp_path / "k.cubin").write_bytes(cubin)
-    env = {"PATH": f"{Path(nvdisasm).parent}:/usr/bin:/bin"}
-    sass = subprocess.run([cuobjdump, "-sass", str(tmp_path / "k.cubin")], capture_output=True, text=True,
-                          timeout=120, env=env, check=True).stdout
-    funcs = dict(re.findall(r"Function : (\w+)\n(.*?)(?=\n\s*Function : |\Z)", sass, re.S))
+    funcs = sass_functions(cubin, tmp_path)
     body = funcs[GEMM]
     qgmma = re.findall(r"QGMMA\.64x128x32\.F32\.E4M3\.E4M3 [^;]*;", body)
     assert len(qgmma) == 4, qgmma                 # 4 k32 steps per k-block, unrolled

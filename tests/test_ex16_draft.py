@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import ROOT
+from tests.draft_kernels import nvrtc_compile
 
 DRAFT = ROOT / "drafts" / "ex16_paged_decode_attention"
 KERNEL = DRAFT / "solution" / "kernel.cu"
@@ -44,23 +45,9 @@ def sol():
 
 
 def _nvrtc_build(path):
-    from grader.static import _nvrtc, grading_options, nvrtc_unavailable
-    why = nvrtc_unavailable()
-    if why:
-        pytest.skip(f"NVRTC cannot be loaded here: {why}")
-    nvrtc = _nvrtc()
-    prog = nvrtc.createProgram(path.read_text(), str(path), [], [])
-    try:
-        try:
-            nvrtc.compileProgram(prog, [*grading_options(("-std=c++17",), ARCH), "-lineinfo", "-Xptxas=-v"])
-        except nvrtc.NVRTCError:
-            pytest.fail(f"NVRTC failed:\n{nvrtc.getProgramLog(prog)}")
-        log = nvrtc.getProgramLog(prog)
-        ptx = nvrtc.getPTX(prog)
-        return (log.decode(errors="replace") if isinstance(log, bytes) else log,
-                ptx.decode(errors="replace") if isinstance(ptx, bytes) else ptx)
-    finally:
-        nvrtc.destroyProgram(prog)
+    """(ptxas log, PTX) of ``path`` compiled as grading does (NVRTC, sm_90)."""
+    log, _cubin, ptx = nvrtc_compile(path, ARCH)
+    return log, ptx
 
 
 @pytest.fixture(scope="module")
