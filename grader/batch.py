@@ -43,6 +43,7 @@ class Job:
     student: str
     exercise: Exercise
     folder: Path
+    refused: str = ""   # why this folder is not graded (it is a link out of the student's folder): a 0 row
 
 
 @dataclass(frozen=True)
@@ -136,8 +137,26 @@ def discover(submissions: Path, exercises: list[Exercise], skip: Path | None = N
     for student in students:
         for ex in exercises:
             found = next((c for c in (student / ex.name, student / ex.name[:4]) if c.is_dir()), None)
-            (jobs if found else missing).append(Job(student.name, ex, found or student / ex.name))
+            why = _linked_away(submissions, student, found) if found else ""
+            (jobs if found and not why else missing).append(Job(student.name, ex, found or student / ex.name, why))
     return jobs, missing
+
+
+def _linked_away(submissions: Path, student: Path, folder: Path) -> str:
+    """Why ``folder`` (SUBMISSIONS/<student>/<exercise>) cannot be graded as that student's work, or "":
+    a student or exercise folder that is a symbolic link, or one that resolves outside the student's
+    own folder, would have another student's folder or the course's solutions/ graded as this
+    student's (a link is what git and unzip restore), and the worker, hidden only from the folder the
+    link leads to, could reach every other submission (red-team pass 14b)."""
+    link = next((p for p in (student, folder) if p.is_symlink()), None)
+    if link is not None:
+        return (f"{link.relative_to(submissions)} is a symbolic link (to {os.readlink(link)}), not a folder of "
+                f"files: not graded; fix: submit the files themselves")
+    own = (submissions.resolve() / student.name)
+    if not folder.resolve().is_relative_to(own):
+        return (f"{folder.relative_to(submissions)} lies outside {student.name}/ ({folder.resolve()}): not graded; "
+                f"fix: submit the files themselves")
+    return ""
 
 
 def _atomic_write(path: Path, text: str) -> None:
@@ -190,7 +209,7 @@ def run_job(job: Job, out: Path, root: Path, gpu: str | None, fmt: str, referenc
     tmp_json = folder / f"{job.exercise.name}.json.partial"
     cmd = [sys.executable, "-m", "grader.cli", job.exercise.name, "--root", str(root), "--submission",
            str(job.folder.resolve()), "--format", fmt, "--output", str(report), "--json", str(tmp_json),
-           "--no-reference", "--hide", str(job.folder.resolve().parent.parent), "--hide", str(out.resolve()),
+           "--no-reference", "--hide", str(job.folder.parent.parent.resolve()), "--hide", str(out.resolve()),
            "--plot", str(folder / f"{job.exercise.name}.roofline.svg"), *extra]
     if reference_times is not None:
         cmd += ["--reference-times", str(reference_times)]
@@ -234,10 +253,10 @@ def row(job: Job, data: dict, reused: bool, out: Path, fmt: str) -> Row:
 
 
 def _missing_row(job: Job) -> Row:
-    """A pair without a folder: 0 points of the exercise's total (max_score, as on every other row;
-    None only when its spec cannot be read)."""
-    return Row(job.student, job.exercise.name, "missing", 0.0, job_max(job), False, 0.0, 0.0, None, 0, 3, False, "",
-               reason=f"no folder {job.folder}")
+    """A pair without a folder, or whose folder is refused (``job.refused``: "not_graded"): 0 points
+    of the exercise's total (max_score, as on every other row; None only when its spec cannot be read)."""
+    return Row(job.student, job.exercise.name, "not_graded" if job.refused else "missing", 0.0, job_max(job), False,
+               0.0, 0.0, None, 0, 3, False, "", reason=job.refused or f"no folder {job.folder}")
 
 
 def static_rows(jobs: list[Job], missing: list[Job], no_gpu: str, arch: str = "sm_90") -> list[Row]:

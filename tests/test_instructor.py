@@ -451,6 +451,49 @@ def test_batch_grades_everyone_and_resumes_after_an_interruption(runner, tmp_pat
     assert [(f[1], f[3]) for f in log] == [("alice", "graded"), ("bob", "graded"), ("carol", "graded"), ("bob", "graded")]
 
 
+def test_batch_refuses_folders_that_link_out_of_the_students_own(runner, tmp_path):
+    """Red-team pass 14b: an exercise folder that was a link to another student's folder, or to the
+    course's solutions/, was graded as this student's own work (30/30 on the host backend); a link
+    inside one's own folder left every other submission visible (and writable) to the worker."""
+    subs, res = _submissions(tmp_path), tmp_path / "res"
+    (subs / "mallory").mkdir()
+    (subs / "mallory" / "ex90_add").symlink_to(subs / "alice" / "ex90")                    # another student's
+    (subs / "trudy").mkdir()
+    (subs / "trudy" / "ex90_add").symlink_to(COURSE / "solutions" / "ex90_add")            # the reference
+    (subs / "eve").symlink_to(subs / "alice")                                              # a whole student
+    (subs / "aaron" / "work").mkdir(parents=True)
+    shutil.copytree(COURSE / "solutions" / "ex90_add", subs / "aaron" / "work" / "ex90_add")
+    (subs / "aaron" / "ex90_add").symlink_to(subs / "aaron" / "work" / "ex90_add")        # inside its own folder
+    out = runner.invoke(cli.main, ["batch", str(subs), "--root", str(COURSE), "--backend", "host", "--out", str(res),
+                                   "--mode", "quick", "--exercises", "ex90"])
+    assert out.exit_code == 0, out.output
+    rows = {r["student"]: r for r in json.loads((res / "summary.json").read_text())["rows"]}
+    assert rows["alice"]["status"] == "graded" and rows["alice"]["correct"]
+    for who in ("mallory", "trudy", "eve", "aaron"):
+        assert rows[who]["status"] == "not_graded" and rows[who]["score"] == 0.0, rows[who]
+        assert "is a symbolic link" in rows[who]["reason"] and "fix: submit the files themselves" in rows[who]["reason"]
+        assert not (res / who / "ex90_add.json").exists()          # nothing of it ran
+
+
+def test_a_batch_worker_is_hidden_from_the_whole_submissions_folder(tmp_path, monkeypatch):
+    """The folder hidden from a student's worker is the batch's submissions folder itself, not the
+    grandparent of wherever the exercise folder resolves to."""
+    from grader import batch as gb
+    from grader.spec import list_exercises
+    subs = _submissions(tmp_path)
+    shutil.copytree(COURSE / "solutions" / "ex90_add", subs / "aaron" / "work" / "ex90_add")
+    (subs / "aaron" / "ex90_add").symlink_to(subs / "aaron" / "work" / "ex90_add")   # discover refuses it; run_job
+    ex = next(e for e in list_exercises(COURSE) if e.name == "ex90_add")              # must not trust it either
+    jobs = [gb.Job("aaron", ex, subs / "aaron" / "ex90_add")]
+    seen = []
+    monkeypatch.setattr(gb.subprocess, "run", lambda cmd, **kw: seen.append(cmd) or
+                        type("P", (), {"returncode": 3, "stdout": "", "stderr": "stopped by the test"})())
+    gb.run_job(jobs[0], tmp_path / "res", COURSE, None, "text", None, [])
+    (cmd,) = seen
+    hidden = [cmd[i + 1] for i, a in enumerate(cmd) if a == "--hide"]
+    assert str(subs.resolve()) in hidden, hidden
+
+
 def test_batch_writes_html_reports(runner, tmp_path):
     subs, res = _submissions(tmp_path), tmp_path / "res"
     out = runner.invoke(cli.main, ["batch", str(subs), "--root", str(COURSE), "--backend", "host", "--out", str(res),
