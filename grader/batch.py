@@ -383,6 +383,14 @@ def _summary_fields(r: Row) -> dict:
     return d
 
 
+def _csv_cell(value: object) -> object:
+    """``value`` for summary.csv: text that a spreadsheet would read as a formula (a student folder
+    named ``=HYPERLINK(...)``: OWASP, "CSV Injection") gets a leading apostrophe."""
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + value
+    return value
+
+
 def write_summaries(out: Path, rows: list[Row]) -> None:
     """summary.csv, summary.json and index.html in ``out`` (each written atomically)."""
     fields = list(Row.__dataclass_fields__)
@@ -390,7 +398,7 @@ def write_summaries(out: Path, rows: list[Row]) -> None:
         w = csv.DictWriter(fh, fieldnames=fields)
         w.writeheader()
         for r in rows:
-            w.writerow(_summary_fields(r))
+            w.writerow({k: _csv_cell(v) for k, v in _summary_fields(r).items()})
     os.replace(out / "summary.csv.partial", out / "summary.csv")
     generated = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     exercises = [asdict(e) for e in exercise_summaries(rows)]

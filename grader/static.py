@@ -210,8 +210,9 @@ def library_fingerprints(entries: tuple[str, ...], roots: tuple[str, ...]) -> fr
     they are kept once per process and on disk, in the grader's cache folder
     (``grader.device.cache_dir()``, hidden from every submission's worker like the measured
     ceilings), under a key of the files' paths, sizes and modification times and this module's
-    source (a change to the fingerprinting starts a new file). A cache that cannot be read or
-    written is recomputed or skipped, never trusted half."""
+    source (a change to the fingerprinting starts a new file), authenticated under $GRADER_SECRET
+    when it is set (:func:`_fingerprint_cache_key`). A cache that cannot be read, is not whole or
+    does not verify is recomputed; one that cannot be written is skipped."""
     from grader.sandbox.kernel_trace import header_entry_at   # what library_code counts as these headers
     found: dict[tuple[int, int], tuple[str, int, int]] = {}    # (device, inode) -> (path, size, mtime): the roots overlap
     for root in roots:
@@ -227,8 +228,9 @@ def library_fingerprints(entries: tuple[str, ...], roots: tuple[str, ...]) -> fr
                         continue
                     found.setdefault((st.st_dev, st.st_ino), (path, st.st_size, st.st_mtime_ns))
     files = sorted(found.values())
-    cache = _fingerprint_cache_path(entries, files)
-    cached = _read_fingerprint_cache(cache)
+    key = _fingerprint_cache_key()
+    cache = _fingerprint_cache_path(entries, files, key)
+    cached = _read_fingerprint_cache(cache, key)
     if cached is not None:
         return cached
     prints: set[int] = set()
@@ -238,32 +240,57 @@ def library_fingerprints(entries: tuple[str, ...], roots: tuple[str, ...]) -> fr
         except OSError:
             continue
     result = frozenset(prints)
-    _write_fingerprint_cache(cache, result)
+    _write_fingerprint_cache(cache, result, key)
     return result
 
 
-def _fingerprint_cache_path(entries: tuple[str, ...], files: list[tuple[str, int, int]]) -> Path | None:
-    """The cache file of the fingerprints of ``files`` (path, size in bytes, modification time in
-    ns; see :func:`library_fingerprints`), or None when the grader's cache folder cannot be made."""
+def _fingerprint_cache_key() -> bytes | None:
+    """The key the fingerprint cache is authenticated with (HMAC-SHA256): derived from
+    ``$GRADER_SECRET`` when it is set (every ``--mode grading`` grade), else None. Code that runs as
+    the grader's user outside the sandbox (``--sanitize``, ``--profile``, ``GRADER_ISOLATION=off``)
+    can write the cache folder, and an empty set there switched the copied-library check off for
+    every later grade (red-team pass 14b); it never sees the secret (tool runs get no GRADER_
+    variable), so it cannot write a file a grading run accepts. Without a secret (a student's own
+    quick grades) the file is not authenticated: whoever can write it grades only themselves."""
+    secret = os.environ.get("GRADER_SECRET", "").strip()
+    if not secret:
+        return None
     import hashlib
-    key = hashlib.sha256(Path(__file__).read_bytes())
-    key.update(repr((entries, files)).encode())
+    return hashlib.sha256(b"gpu-kernel-grader library fingerprints\0" + secret.encode()).digest()
+
+
+def _fingerprint_cache_path(entries: tuple[str, ...], files: list[tuple[str, int, int]],
+                            key: bytes | None = None) -> Path | None:
+    """The cache file of the fingerprints of ``files`` (path, size in bytes, modification time in
+    ns; see :func:`library_fingerprints`) under the MAC ``key`` (:func:`_fingerprint_cache_key`; each
+    key its own file), or None when the grader's cache folder cannot be made."""
+    import hashlib
+    name = hashlib.sha256(Path(__file__).read_bytes())
+    name.update(repr((entries, files)).encode())
+    suffix = f"-k{hashlib.sha256(key).hexdigest()[:12]}" if key is not None else ""
     try:
         from grader.device import cache_dir
-        return cache_dir() / f"library-fingerprints-{key.hexdigest()[:24]}.u32"
+        return cache_dir() / f"library-fingerprints-{name.hexdigest()[:24]}{suffix}.u32"
     except OSError:
         return None
 
 
-def _read_fingerprint_cache(path: Path | None) -> frozenset[int] | None:
-    """The fingerprints stored at ``path`` (little-endian uint32s after an 8-byte count), or None
-    when there is no such file or it is not whole."""
+def _read_fingerprint_cache(path: Path | None, key: bytes | None = None) -> frozenset[int] | None:
+    """The fingerprints stored at ``path`` (little-endian uint32s after an 8-byte count; with ``key``,
+    then the HMAC-SHA256 of all that), or None when there is no such file, it is not whole, or its
+    MAC does not verify."""
     if path is None:
         return None
     try:
         data = path.read_bytes()
     except OSError:
         return None
+    if key is not None:
+        import hashlib
+        import hmac
+        data, mac = data[:-32], data[-32:]
+        if len(mac) != 32 or not hmac.compare_digest(mac, hmac.new(key, data, hashlib.sha256).digest()):
+            return None
     if len(data) < 8 or int.from_bytes(data[:8], "little") * 4 != len(data) - 8:
         return None
     import array
@@ -276,9 +303,9 @@ def _read_fingerprint_cache(path: Path | None) -> frozenset[int] | None:
     return frozenset(values)
 
 
-def _write_fingerprint_cache(path: Path | None, prints: frozenset[int]) -> None:
-    """Store ``prints`` at ``path`` (written whole to a temporary file, then renamed); a failure is
-    ignored (the next grade computes them again)."""
+def _write_fingerprint_cache(path: Path | None, prints: frozenset[int], key: bytes | None = None) -> None:
+    """Store ``prints`` at ``path`` (with ``key``, followed by their HMAC-SHA256; written whole to a
+    temporary file, then renamed); a failure is ignored (the next grade computes them again)."""
     if path is None:
         return
     import array
@@ -287,11 +314,16 @@ def _write_fingerprint_cache(path: Path | None, prints: frozenset[int]) -> None:
         return
     if sys.byteorder != "little":
         values.byteswap()
+    data = len(values).to_bytes(8, "little") + values.tobytes()
+    if key is not None:
+        import hashlib
+        import hmac
+        data += hmac.new(key, data, hashlib.sha256).digest()
     tmp = None
     try:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
         with os.fdopen(fd, "wb") as f:
-            f.write(len(values).to_bytes(8, "little") + values.tobytes())
+            f.write(data)
         os.replace(tmp, path)
     except OSError:
         if tmp is not None:

@@ -475,6 +475,21 @@ def test_batch_refuses_folders_that_link_out_of_the_students_own(runner, tmp_pat
         assert not (res / who / "ex90_add.json").exists()          # nothing of it ran
 
 
+def test_student_folder_names_stay_text_in_the_class_page_and_the_csv(tmp_path):
+    """Red-team pass 14b: a folder named javascript:... became a script link in index.html, one
+    named =HYPERLINK(...) a formula cell in summary.csv."""
+    from grader import batch as gb
+    rows = [gb.Row(name, "ex90_add", "graded", 30.0, 30.0, True, 30.0, 0.0, None, 0, 0, False, f"{name}/ex90_add.txt",
+                   reason="correct") for name in ("javascript:alert(1)", '=HYPERLINK("http:evil")', "alice")]
+    gb.write_summaries(tmp_path, rows)
+    index = (tmp_path / "index.html").read_text()
+    assert 'href="javascript:' not in index and 'href="javascript%3Aalert%281%29/ex90_add.txt"' in index
+    assert '<a href="alice/ex90_add.txt">alice</a>' in index
+    import csv
+    cells = [r["student"] for r in csv.DictReader((tmp_path / "summary.csv").open())]
+    assert cells == ["javascript:alert(1)", "'=HYPERLINK(\"http:evil\")", "alice"]
+
+
 def test_a_batch_worker_is_hidden_from_the_whole_submissions_folder(tmp_path, monkeypatch):
     """The folder hidden from a student's worker is the batch's submissions folder itself, not the
     grandparent of wherever the exercise folder resolves to."""

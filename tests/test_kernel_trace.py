@@ -1018,6 +1018,35 @@ def test_a_damaged_fingerprint_cache_is_recomputed_not_trusted(tmp_path, monkeyp
     static.library_fingerprints.cache_clear()
 
 
+def test_a_fingerprint_cache_written_without_the_secret_is_not_trusted_by_a_grading_run(tmp_path, monkeypatch):
+    """Red-team pass 14b: code running unsandboxed as the grader's user (--sanitize, --profile,
+    GRADER_ISOLATION=off) overwrote the cache with an empty set, and the copied-library check passed
+    a verbatim CUB copy in every later grade. With $GRADER_SECRET set the file carries an HMAC under
+    it; a file without one, or with a wrong one, is recomputed."""
+    from grader import static
+    monkeypatch.setenv("GRADER_CACHE_DIR", str(tmp_path / "cache"))
+    root, want = _fake_library(tmp_path)
+    monkeypatch.delenv("GRADER_SECRET", raising=False)
+    static.library_fingerprints.cache_clear()
+    static.library_fingerprints(("cub/",), (str(root),))          # a quick grade: an unauthenticated file
+    (plain,) = (tmp_path / "cache").glob("library-fingerprints-*.u32")
+    plain.write_bytes((0).to_bytes(8, "little"))                   # the poison: a valid, empty set
+    static.library_fingerprints.cache_clear()
+    assert static.library_fingerprints(("cub/",), (str(root),)) == frozenset()   # a student poisons only themselves
+    monkeypatch.setenv("GRADER_SECRET", "course-secret")
+    static.library_fingerprints.cache_clear()
+    assert static.library_fingerprints(("cub/",), (str(root),)) == want          # grading ignores that file
+    keyed = [p for p in (tmp_path / "cache").glob("library-fingerprints-*.u32") if p != plain]
+    assert len(keyed) == 1 and keyed[0].name.split("-k")[0] == plain.name.removesuffix(".u32")
+    keyed[0].write_bytes((0).to_bytes(8, "little") + b"\0" * 32)                # empty set, forged MAC
+    static.library_fingerprints.cache_clear()
+    assert static.library_fingerprints(("cub/",), (str(root),)) == want
+    static.library_fingerprints.cache_clear()
+    monkeypatch.setattr(static, "fingerprints", lambda *a, **k: pytest.fail("recomputed despite a valid MAC"))
+    assert static.library_fingerprints(("cub/",), (str(root),)) == want          # its own file verifies
+    static.library_fingerprints.cache_clear()
+
+
 def test_work_started_after_a_timed_window_closed_is_read_as_late():
     """W (the timed calls synchronised), then the first work of any kind as an L line, until the B
     line of the next request the grader sent: the late work is handed over once, numbered with the

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import statistics
 from html import escape
+from urllib.parse import quote
 from typing import Any
 
 from grader.grade import GradeResult
@@ -168,7 +169,8 @@ def class_index(rows: list[dict[str, Any]], generated: str, exercises: list[dict
     body = []
     for r in rows:
         score = "-" if r.get("score") is None else f"{r['score']:.1f}"
-        report = escape(r.get("report") or "")
+        # a relative path, percent-encoded: a student folder named "javascript:..." stays a path
+        report = escape(quote(r.get("report") or ""))
         name = f'<a href="{report}">{escape(r["student"])}</a>' if report else escape(r["student"])
         body.append([name, escape(r["exercise"]), escape(r["status"]), escape(str(r.get("reason", ""))[:200]), score])
     parts += ["<h2>Every result</h2>", _table(["student", "exercise", "status", "reason", "score"], body,
