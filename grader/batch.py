@@ -66,6 +66,7 @@ class Row:
     reason: str = ""  # why it was not graded, the smallest failure, or "correct"
 
 
+KEY_READ_LIMIT_BYTES = 256 << 20   # what result_key reads of one submission folder (grader.static reads as much)
 FAST_P = (0.5, 0.8, 1.0)
 REFERENCE_BASES = ("side-by-side", "calibration")
 
@@ -167,13 +168,34 @@ def _atomic_write(path: Path, text: str) -> None:
 
 def result_key(job: Job, fmt: str, extra: list[str]) -> str:
     """What a stored result must have been graded from to be reused: the report format, the
-    grading options (mode, limits...) and every file of the submission folder (SHA-256)."""
+    grading options (mode, limits...) and every file of the submission folder (SHA-256). Only
+    regular files are read (a link, a FIFO or a device is hashed as its kind: a link to /proc/kmsg
+    hung the batch), in 1 MiB chunks, at most KEY_READ_LIMIT_BYTES in all (a 40 GB sparse file
+    killed the batch with MemoryError before anyone was graded; red-team pass 14b): past it, the
+    sizes and modification times stand in for the contents."""
     import hashlib
+    import stat
     h = hashlib.sha256(json.dumps([fmt, list(extra)]).encode())
-    for f in sorted(p for p in job.folder.rglob("*") if p.is_file()):
-        h.update(str(f.relative_to(job.folder)).encode() + b"\0")
+    left = KEY_READ_LIMIT_BYTES
+    for f in sorted(job.folder.rglob("*")):
         try:
-            h.update(f.read_bytes())
+            st = f.lstat()
+        except OSError:
+            continue
+        if stat.S_ISDIR(st.st_mode):
+            continue
+        h.update(str(f.relative_to(job.folder)).encode() + b"\0")
+        if not stat.S_ISREG(st.st_mode):
+            h.update(f"<not a regular file: mode {st.st_mode:o}>".encode())
+            continue
+        if st.st_size > left:
+            h.update(f"<{st.st_size} bytes, modified {st.st_mtime_ns}>".encode())
+            continue
+        try:
+            with open(f, "rb") as fh:
+                while chunk := fh.read(min(1 << 20, left)):
+                    h.update(chunk)
+                    left -= len(chunk)
         except OSError:
             h.update(b"<unreadable>")
     return h.hexdigest()

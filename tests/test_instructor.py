@@ -490,6 +490,34 @@ def test_student_folder_names_stay_text_in_the_class_page_and_the_csv(tmp_path):
     assert cells == ["javascript:alert(1)", "'=HYPERLINK(\"http:evil\")", "alice"]
 
 
+def test_the_batch_key_reads_a_bounded_amount_and_only_regular_files(tmp_path, monkeypatch):
+    """Red-team pass 14b: result_key read every file whole before anyone was graded (a 40 GB sparse
+    file: MemoryError, no summary, on every re-run; a link to /proc/kmsg: a hang)."""
+    import os
+    from grader import batch as gb
+    from grader.spec import list_exercises
+    ex = next(e for e in list_exercises(COURSE) if e.name == "ex90_add")
+    sub = tmp_path / "alice" / "ex90_add"
+    shutil.copytree(COURSE / "solutions" / "ex90_add", sub)
+    job = gb.Job("alice", ex, sub)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    (sub / "blocks").symlink_to(fifo)               # read, it would never return
+    (sub / "elsewhere.py").symlink_to(COURSE / "solutions" / "ex90_add" / "solution.py")
+    first = gb.result_key(job, "text", [])           # returns: links are hashed as links
+    monkeypatch.setattr(gb, "KEY_READ_LIMIT_BYTES", 4096)
+    big = sub / "notes.txt"
+    with open(big, "wb") as fh:
+        fh.truncate(1 << 30)                         # sparse: 1 GiB of zeros, not read
+    key = gb.result_key(job, "text", [])
+    with open(big, "r+b") as fh:                     # past the limit the size and time stand in
+        fh.write(b"x")
+    os.utime(big, ns=(big.stat().st_atime_ns, big.stat().st_mtime_ns + 10**9))
+    assert gb.result_key(job, "text", []) != key != first
+    (sub / "kernel.cu").write_text((sub / "kernel.cu").read_text() + "//\n")   # small files: their contents
+    assert gb.result_key(job, "text", []) != key
+
+
 def test_a_batch_worker_is_hidden_from_the_whole_submissions_folder(tmp_path, monkeypatch):
     """The folder hidden from a student's worker is the batch's submissions folder itself, not the
     grandparent of wherever the exercise folder resolves to."""
