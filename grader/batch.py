@@ -66,7 +66,6 @@ class Row:
     reason: str = ""  # why it was not graded, the smallest failure, or "correct"
 
 
-KEY_READ_LIMIT_BYTES = 256 << 20   # what result_key reads of one submission folder (grader.static reads as much)
 FAST_P = (0.5, 0.8, 1.0)
 REFERENCE_BASES = ("side-by-side", "calibration")
 
@@ -170,13 +169,16 @@ def result_key(job: Job, fmt: str, extra: list[str]) -> str:
     """What a stored result must have been graded from to be reused: the report format, the
     grading options (mode, limits...) and every file of the submission folder (SHA-256). Only
     regular files are read (a link, a FIFO or a device is hashed as its kind: a link to /proc/kmsg
-    hung the batch), in 1 MiB chunks, at most KEY_READ_LIMIT_BYTES in all (a 40 GB sparse file
+    hung the batch), in 1 MiB chunks, at most ``grader.static.SUBMISSION_READ_LIMIT_BYTES`` in all,
+    what the static check reads of the folder too (a 40 GB sparse file
     killed the batch with MemoryError before anyone was graded; red-team pass 14b): past it, the
     sizes and modification times stand in for the contents."""
     import hashlib
     import stat
+
+    from grader import static
     h = hashlib.sha256(json.dumps([fmt, list(extra)]).encode())
-    left = KEY_READ_LIMIT_BYTES
+    left = static.SUBMISSION_READ_LIMIT_BYTES
     for f in sorted(job.folder.rglob("*")):
         try:
             st = f.lstat()

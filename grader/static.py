@@ -259,6 +259,13 @@ def _fingerprint_cache_key() -> bytes | None:
     return hashlib.sha256(b"gpu-kernel-grader library fingerprints\0" + secret.encode()).digest()
 
 
+def _cache_mac(key: bytes, data: bytes) -> bytes:
+    """HMAC-SHA256 of ``data`` under ``key``: the 32 bytes that end an authenticated cache file."""
+    import hashlib
+    import hmac
+    return hmac.new(key, data, hashlib.sha256).digest()
+
+
 def _fingerprint_cache_path(entries: tuple[str, ...], files: list[tuple[str, int, int]],
                             key: bytes | None = None) -> Path | None:
     """The cache file of the fingerprints of ``files`` (path, size in bytes, modification time in
@@ -286,10 +293,9 @@ def _read_fingerprint_cache(path: Path | None, key: bytes | None = None) -> froz
     except OSError:
         return None
     if key is not None:
-        import hashlib
         import hmac
         data, mac = data[:-32], data[-32:]
-        if len(mac) != 32 or not hmac.compare_digest(mac, hmac.new(key, data, hashlib.sha256).digest()):
+        if len(mac) != 32 or not hmac.compare_digest(mac, _cache_mac(key, data)):
             return None
     if len(data) < 8 or int.from_bytes(data[:8], "little") * 4 != len(data) - 8:
         return None
@@ -316,9 +322,7 @@ def _write_fingerprint_cache(path: Path | None, prints: frozenset[int], key: byt
         values.byteswap()
     data = len(values).to_bytes(8, "little") + values.tobytes()
     if key is not None:
-        import hashlib
-        import hmac
-        data += hmac.new(key, data, hashlib.sha256).digest()
+        data += _cache_mac(key, data)
     tmp = None
     try:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")

@@ -505,7 +505,8 @@ def test_the_batch_key_reads_a_bounded_amount_and_only_regular_files(tmp_path, m
     (sub / "blocks").symlink_to(fifo)               # read, it would never return
     (sub / "elsewhere.py").symlink_to(COURSE / "solutions" / "ex90_add" / "solution.py")
     first = gb.result_key(job, "text", [])           # returns: links are hashed as links
-    monkeypatch.setattr(gb, "KEY_READ_LIMIT_BYTES", 4096)
+    from grader import static
+    monkeypatch.setattr(static, "SUBMISSION_READ_LIMIT_BYTES", 4096)
     big = sub / "notes.txt"
     with open(big, "wb") as fh:
         fh.truncate(1 << 30)                         # sparse: 1 GiB of zeros, not read

@@ -646,7 +646,7 @@ class Worker:
             kind = "exception"
         elif kind in PARENT_KINDS and not self.config.trusted:
             # the submission's code shares the worker's process and can make it reply anything
-            # (raise grader.sandbox.worker.Failure("grader_error", ...), say): kinds that only the
+            # (a reply of its own written on the worker's socket, say): kinds that only the
             # grader's side decides, or that blame the grader, are not taken from it
             message = f"the submission's worker reported {KIND_TEXT[kind]!r}, which only the grader decides: {message}"
             kind = "exception"
