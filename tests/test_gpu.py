@@ -22,6 +22,11 @@ def test_solution_gets_full_marks(name: str) -> None:
     assert r.score.correctness == spec.points_correctness
     assert r.score.performance == spec.points_performance, (r.score, [b.ratio for b in r.benchmarks])
     assert all(b.submission.stats.n >= 3 for b in r.benchmarks)   # rounds (each the mean of 3 calls)
+    for b in r.benchmarks:   # the harness's time per call, in the log (pytest -rA), for benchmarks/RESULTS.md
+        print(f"overhead {name} {b.name}: {b.calls_per_round} calls per round, outside the events per call "
+              f"submission {b.submission.overhead_ms_per_call * 1e3:.1f} us, reference "
+              f"{b.reference.overhead_ms_per_call * 1e3:.1f} us (allowed {b.submission.allowed_ms_per_call * 1e3:.1f} us), "
+              f"ratio {b.ratio:.3f}")
 
 
 @pytest.mark.parametrize("name", EXERCISES)
