@@ -14,6 +14,7 @@ import functools
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -93,10 +94,10 @@ def static_check(spec: Spec, submission: Path) -> tuple[str, str] | None:
     if not submission.is_dir():
         return "bad_submission", (f"{submission}: no such folder; fix: check the path (it should be a folder with "
                                   f"kernel.cu and solution.py)")
+    unreadable = folder_problem(submission)
+    if unreadable:
+        return "bad_submission", unreadable
     for f in SUBMISSION_FILES:
-        if (submission / f).is_symlink():   # the grader would read what it points to, outside the worker's view
-            return "bad_submission", (f"{submission / f}: is a symbolic link; fix: submit the file itself, not a "
-                                      f"link to it")
         if not (submission / f).is_file():
             return "bad_submission", f"{submission / f}: missing; a submission is a folder with {' and '.join(SUBMISSION_FILES)}"
     for f in SUBMISSION_FILES:
@@ -134,7 +135,33 @@ def static_check(spec: Spec, submission: Path) -> tuple[str, str] | None:
 SHINGLE_TOKENS = 12
 FINGERPRINT_MOD = 4
 LIBRARY_COPY_FINGERPRINTS = 40
-SUBMISSION_READ_LIMIT_BYTES = 256 << 20   # what copied_library_code reads of a submission folder
+SUBMISSION_READ_LIMIT_BYTES = 256 << 20   # the most a submission folder may hold (static_check reads it all)
+
+
+def folder_problem(submission: Path) -> str | None:
+    """One line (the path and the fix) when the folder ``submission`` holds a symbolic link (the
+    grader would read what it points to, outside the worker's view: a library's header, or a file
+    that never ends such as /proc/kmsg) or more than SUBMISSION_READ_LIMIT_BYTES of files (a sparse
+    40 GB file would exhaust the grader's memory before any time limit applies); None when it
+    holds neither. Looks at sizes and file types only (``lstat``), reading nothing."""
+    total = 0
+    for folder, dirs, names in os.walk(submission):
+        for name in sorted(dirs + names):
+            path = Path(folder) / name
+            try:
+                st = path.lstat()
+            except OSError:
+                continue
+            if stat.S_ISLNK(st.st_mode):
+                return (f"{path}: is a symbolic link; fix: replace it with the file or folder itself, or move it out of "
+                        f"{submission}")
+            if stat.S_ISREG(st.st_mode):
+                total += st.st_size
+                if total > SUBMISSION_READ_LIMIT_BYTES:
+                    return (f"{submission}: the submission folder holds more than {SUBMISSION_READ_LIMIT_BYTES >> 20} "
+                            f"MiB of files ({path.name} among them); fix: submit kernel.cu, solution.py and the "
+                            f"files they use")
+    return None
 _C_TOKEN = re.compile(r"[A-Za-z_]\w*|\d[\w.]*|\S")
 
 
@@ -335,28 +362,24 @@ def _write_fingerprint_cache(path: Path | None, prints: frozenset[int], key: byt
                 os.unlink(tmp)
 
 
-def _every_text_file(submission: Path) -> tuple[list[tuple[Path, str]], str | None]:
-    """Every regular file under ``submission`` that could be text an ``#include`` reads: any name
+def _every_text_file(submission: Path) -> list[tuple[Path, str]]:
+    """Every regular file under ``submission`` (links are not followed: :func:`folder_problem`
+    refuses them, and bounds what this reads) that could be text an ``#include`` reads: any name
     or suffix, hidden folders too (NVRTC includes ``.cccl/x.inl`` as readily as ``kernel.cu``);
-    files with a NUL byte in their first 8 KiB are skipped. Returns (files and their text, None),
-    or a problem line when the folder holds more than SUBMISSION_READ_LIMIT_BYTES."""
-    out, total = [], 0
+    files with a NUL byte in their first 8 KiB are skipped. Returns (path, text) pairs."""
+    out = []
     for folder, _, names in os.walk(submission):
         for name in sorted(names):
             path = Path(folder) / name
-            try:   # regular files only (a link to /dev/zero or a FIFO would never end), size first
-                if not path.is_file():
+            try:   # regular files only (a FIFO or a device would never end)
+                if not stat.S_ISREG(path.lstat().st_mode):
                     continue
-                total += path.stat().st_size
-                data = path.read_bytes() if total <= SUBMISSION_READ_LIMIT_BYTES else b""
+                data = path.read_bytes()
             except OSError:
                 continue
-            if total > SUBMISSION_READ_LIMIT_BYTES:
-                return out, (f"{submission}: the submission folder holds more than {SUBMISSION_READ_LIMIT_BYTES >> 20} "
-                             f"MiB of files; fix: submit kernel.cu, solution.py and the files they use")
             if b"\0" not in data[:8192]:
                 out.append((path, data.decode("utf-8", errors="replace")))
-    return out, None
+    return out
 
 
 def copied_library_code(spec: Spec, submission: Path) -> str | None:
@@ -371,9 +394,10 @@ def copied_library_code(spec: Spec, submission: Path) -> str | None:
     if not spec.forbidden_headers:
         return None
     library = library_fingerprints(tuple(spec.forbidden_headers), include_folders(spec.compile_options))
-    files, too_big = _every_text_file(submission)
-    if too_big:
-        return too_big
+    unreadable = folder_problem(submission)
+    if unreadable:
+        return unreadable
+    files = _every_text_file(submission)
     code = [(path, strip_comments(text, "x.cu")) for path, text in files]
     shared: dict[int, tuple[str, ...]] = {}
     per_file: dict[Path, int] = {}

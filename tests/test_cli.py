@@ -338,3 +338,36 @@ def test_a_plot_of_another_kind_is_a_usage_error_before_grading(runner):
     from tests.test_instructor import COURSE
     out = runner.invoke(cli.main, ["90", "--root", str(COURSE), "--backend", "host", "--plot", "/tmp/x.jpg"])
     assert out.exit_code == 2 and "written as .png or .svg" in out.output and "Correctness" not in out.output
+
+
+@pytest.mark.parametrize("plant", ["sparse_40_gb_notes_py", "link_to_a_file_that_never_ends", "linked_folder"])
+def test_a_folder_too_big_or_holding_a_link_is_refused_before_anything_is_read(runner, tmp_path, plant):
+    """Red-team 14b's batch_unbounded_read, a single grade: a 40 GB sparse notes.py exhausted the
+    grader's memory in static_check (traceback, no result file) and a link to a file that blocks
+    (/proc/kmsg, a FIFO here) hung it before --time-limit applied. Both are a one-line refusal now,
+    with the result file written, and nothing of them is read."""
+    import json
+    import os
+    import shutil
+    import time
+    sub = tmp_path / "eve"
+    shutil.copytree(COURSE / "solutions" / "ex90_add", sub)
+    if plant == "sparse_40_gb_notes_py":
+        with open(sub / "notes.py", "wb") as fh:
+            fh.truncate(40 << 30)                      # sparse: takes no disk
+        expect = "holds more than 256 MiB of files (notes.py among them); fix: submit kernel.cu, solution.py"
+    elif plant == "link_to_a_file_that_never_ends":
+        os.mkfifo(tmp_path / "fifo")
+        (sub / "notes.txt").symlink_to(tmp_path / "fifo")   # opened, it would block forever
+        expect = "notes.txt: is a symbolic link; fix: replace it with the file or folder itself, or move it out of"
+    else:
+        (sub / "lib").symlink_to(tmp_path, target_is_directory=True)
+        expect = "lib: is a symbolic link; fix: replace it with the file or folder itself"
+    result = tmp_path / "result.json"
+    t0 = time.monotonic()
+    out = runner.invoke(cli.main, ["90", "--root", str(COURSE), "--backend", "host", "--submission", str(sub),
+                                   "--format", "gradescope", "--output", str(result)])
+    assert time.monotonic() - t0 < 60
+    assert out.exit_code == cli.EXIT_NOT_GRADED and "Traceback" not in out.output, out.output
+    assert expect in out.output
+    assert expect in json.loads(result.read_text())["output"]

@@ -954,6 +954,10 @@ def test_the_copy_check_reads_only_regular_files_and_bounds_what_it_reads(tmp_pa
     from grader import static
     spec, sub, _ = _copy_case(tmp_path)
     (sub / "zeros").symlink_to("/dev/zero")   # read as a file, it would never end
+    message = static.copied_library_code(spec, sub)
+    assert message is not None and "zeros: is a symbolic link" in message and "fix:" in message
+    (sub / "zeros").unlink()
+    os.mkfifo(sub / "fifo")                   # neither: never opened
     assert static.copied_library_code(spec, sub) is None
     monkeypatch.setattr(static, "SUBMISSION_READ_LIMIT_BYTES", 4096)
     (sub / "padding.txt").write_text("x" * 8192)

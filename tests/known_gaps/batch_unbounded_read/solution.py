@@ -1,2 +1,0 @@
-def solve(a, b, c):
-    c[...] = a - b   # wrong: this submission should score 0, and everyone else as usual
