@@ -369,8 +369,7 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
     if plot is not None and Path(plot).suffix.lower() not in (".png", ".svg"):
         raise click.BadParameter(f"{plot}: the plot is written as .png or .svg; fix: name the file *.png or *.svg",
                                  param_hint="--plot")
-    if plot is not None and not Path(plot).resolve().parent.is_dir():
-        raise click.BadParameter(f"{plot}: its folder does not exist; fix: create it first", param_hint="--plot")
+    _writable(plot, "--plot")
     tools: tuple[str, ...] = ()
     if sanitize or sanitize_tools is not None:
         tools = _sanitize_options(sanitize_tools, compile_only, backend, fmt)
@@ -552,6 +551,7 @@ def _write_plot(result, path: Path) -> None:  # type: ignore[no-untyped-def]
     """--plot: write the roofline plot, or say in one line why it was not written (the grade stands)."""
     from grader.report import roofline_plot
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)   # as for --output: _writable checked it can be
         roofline_plot.write(result, path)
     except (roofline_plot.PlotUnavailable, OSError) as exc:
         click.echo(f"grade: no roofline plot written: {exc}", err=True)
@@ -739,8 +739,8 @@ def sanitize_text(reports) -> list[str]:  # type: ignore[no-untyped-def]
 
 
 def _exit_code(result, fail_under: float | None) -> int:  # type: ignore[no-untyped-def]
-    if result.status != "graded":
-        return EXIT_NOT_GRADED
+    if result.status != "graded":   # "no_gpu": the machine cannot run it (the host backend), not the submission
+        return EXIT_ERROR if result.reason_kind == "no_gpu" else EXIT_NOT_GRADED
     if fail_under is not None and result.score.total < fail_under:
         return EXIT_BELOW
     return EXIT_OK

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import math
 import random
+import re
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -566,6 +567,11 @@ def grade(spec: Spec, submission: Path, options: GradeOptions, backend: Backend,
             return _not_graded(spec, submission, options, "forbidden", forbidden, device, started, t0)
         if not start.ok:
             text = start.message if start.kind == "compile_error" else f"{KIND_TEXT[start.kind]}: {start.message}"
+            if backend.name == "host" and re.search(r"cuda|cupy|nvrtc", start.message, re.I):
+                # the machine's, not the submission's: the host backend has no GPU for CuPy to use
+                return _not_graded(spec, submission, options, "no_gpu", f"{text}; the host backend (--backend host) "
+                                   f"runs NumPy submissions only, without a GPU: grade this one on a machine with a "
+                                   f"GPU, or check it here with --compile-only", device, started, t0)
             return _not_graded(spec, submission, options, start.kind, text, device, started, t0)
         raw_kernels = start.data.get("kernels", ())
         kernels = resources_from_reply(raw_kernels)   # the worker's reply: only well-formed entries reach a report

@@ -954,6 +954,12 @@ def _did_you_mean(query: str, exercises: list[Exercise], commands: tuple[str, ..
     """" (did you mean ex07_softmax?)" (or "`grade list`" for a command), from difflib's closest
     match over the exercise names, their words after exNN_, and ``commands``; "" when none is close."""
     import difflib
+    typed = re.fullmatch(r"(?:ex)?([0-9o]{1,2})", query)   # the letter o for a zero: "exo1", "ex1o"
+    if typed and "o" in typed.group(1):
+        number = int(typed.group(1).replace("o", "0"))
+        hit = next((e.name for e in exercises if int(e.name[2:4]) == number), None)
+        if hit:
+            return f" (did you mean {hit}?)"
     words = {e.name: e.name for e in exercises} | {e.name[5:]: e.name for e in exercises}
     words |= {c: f"`grade {c}`" for c in commands}
     close = difflib.get_close_matches(query, list(words), n=1)

@@ -78,11 +78,12 @@ def test_a_grade_stopped_after_the_early_output_check_leaves_no_result_file(runn
     assert kept.read_text() == "an earlier result\n" and kept.stat().st_mtime_ns == before.st_mtime_ns
 
 
-def test_an_unwritable_output_is_refused_before_grading(runner, tmp_path):
+@pytest.mark.parametrize("option, name", [("--output", "result.json"), ("--plot", "roofline.svg")])
+def test_an_unwritable_output_is_refused_before_grading(runner, tmp_path, option, name):
     blocker = tmp_path / "a file"
     blocker.write_text("")
-    out = runner.invoke(cli.main, ["ex01", "--root", str(ROOT), "--output", str(blocker / "result.json")])
-    assert out.exit_code == 2 and "cannot write" in out.output, out.output
+    out = runner.invoke(cli.main, ["ex01", "--root", str(ROOT), option, str(blocker / name)])
+    assert out.exit_code == 2 and "cannot write" in out.output and option in out.output, out.output
     assert "is a file, not a folder" in out.output and "File exists" not in out.output, out.output
 
 
@@ -94,6 +95,7 @@ def test_unknown_exercise_is_a_usage_error(runner):
 
 @pytest.mark.parametrize("args, suggestion", [
     (["ex07_sofmax"], "(did you mean ex07_softmax?)"), (["softmx"], "(did you mean ex07_softmax?)"),
+    (["exo7"], "(did you mean ex07_softmax?)"), (["ex1o"], "(did you mean ex10_gemm_smem?)"),
     (["lst"], "(did you mean `grade list`?)"), (["chek"], "(did you mean `grade check`?)"),
     (["check", "ex07_sofmax"], "(did you mean ex07_softmax?)"), (["batch", ".", "--exercises", "reducton"],
                                                                  "(did you mean ex04_reduction?)")])
@@ -371,3 +373,21 @@ def test_a_folder_too_big_or_holding_a_link_is_refused_before_anything_is_read(r
     assert out.exit_code == cli.EXIT_NOT_GRADED and "Traceback" not in out.output, out.output
     assert expect in out.output
     assert expect in json.loads(result.read_text())["output"]
+
+
+def test_a_cuda_submission_on_the_host_backend_is_an_error_of_the_machine_not_a_zero(runner, tmp_path):
+    """--backend host runs NumPy submissions: a solution.py that needs CUDA fails to load there
+    through no fault of its own (new-user trial: "CUDA driver version is insufficient" read as the
+    student's 0/100). It is not graded, exit 4 (environment), and the line says what to do."""
+    import shutil
+    sub = tmp_path / "sub"
+    shutil.copytree(COURSE / "solutions" / "ex90_add", sub)
+    (sub / "solution.py").write_text(
+        "class CUDARuntimeError(RuntimeError):   # as cupy raises it on a machine without a GPU driver\n"
+        "    pass\n"
+        "raise CUDARuntimeError('cudaErrorInsufficientDriver: CUDA driver version is insufficient for CUDA runtime version')\n"
+        "def solve(a, b, c):\n    pass\n")
+    out = runner.invoke(cli.main, ["90", "--root", str(COURSE), "--backend", "host", "--submission", str(sub)])
+    assert out.exit_code == cli.EXIT_ERROR, out.output
+    text = " ".join(out.output.split())
+    assert "cudaErrorInsufficientDriver" in text and "runs NumPy submissions only" in text and "--compile-only" in text
