@@ -195,16 +195,28 @@ def _result_folders(*paths: str | None) -> tuple[Path, ...]:
     Hidden, the worker sees an empty tmpfs there. Left out: the filesystem root and the folders
     above the system's temporary folder, which the isolation itself uses (a result file there
     stays within the worker's reach)."""
+    folders = (Path(p).resolve().parent for p in paths if p)
+    return tuple(dict.fromkeys(f for f in folders if _hideable(f)))
+
+
+def _hideable(folder: Path) -> bool:
+    """Whether ``folder`` (resolved) can be hidden from a submission's worker: not the filesystem
+    root, the system's temporary folder or a folder above it (the isolation stages its mounts there)."""
     import tempfile
     tmp = Path(tempfile.gettempdir()).resolve()
-    out = []
-    for p in paths:
-        if not p:
-            continue
-        folder = Path(p).resolve().parent
-        if folder != Path("/") and folder != tmp and folder not in tmp.parents:
-            out.append(folder)
-    return tuple(dict.fromkeys(out))
+    return folder != Path("/") and folder != tmp and folder not in tmp.parents
+
+
+def _result_paths_hideable(**options: str | None) -> None:
+    """Grading mode: refuse (click.BadParameter naming the option) a result file whose folder cannot
+    be hidden from the worker, which could leave a forged result there (see :func:`_result_folders`)."""
+    for option, path in options.items():
+        if path and not _hideable(Path(path).resolve().parent):
+            folder = Path(path).resolve().parent
+            raise click.BadParameter(
+                f"{path}: in --mode grading a result file goes in a folder of its own (the submission's worker "
+                f"could write in {folder}, which cannot be hidden from it); fix: e.g. "
+                f"{folder / 'grade' / Path(path).name}", param_hint=f"--{option}")
 
 
 def _detect_gpu() -> object:
@@ -394,6 +406,8 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
     sub = Path(submission) if submission else ex.template
     _writable(output, "--output")
     _writable(json_out, "--json")
+    if mode == "grading":
+        _result_paths_hideable(output=output, json=json_out, plot=plot)
     try:
         spec = load_spec(ex.spec_path)
     except SpecError as exc:

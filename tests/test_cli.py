@@ -391,3 +391,21 @@ def test_a_cuda_submission_on_the_host_backend_is_an_error_of_the_machine_not_a_
     assert out.exit_code == cli.EXIT_ERROR, out.output
     text = " ".join(out.output.split())
     assert "cudaErrorInsufficientDriver" in text and "runs NumPy submissions only" in text and "--compile-only" in text
+
+
+@pytest.mark.parametrize("option", ["--output", "--json", "--plot"])
+def test_in_grading_mode_a_result_file_directly_in_the_temporary_folder_is_refused(runner, option):
+    """The worker's isolation stages its mounts under the system's temporary folder, so a result file
+    directly there (or in /) cannot be hidden from it; in grading mode such a path is refused before
+    anything runs, with a folder of its own proposed (red-team 14)."""
+    import tempfile
+    import uuid
+    from pathlib import Path
+    name = f"grade-{uuid.uuid4().hex}.{'svg' if option == '--plot' else 'json'}"
+    path = Path(tempfile.gettempdir()) / name
+    out = runner.invoke(cli.main, ["90", "--root", str(COURSE), "--backend", "host", "--mode", "grading",
+                                   option, str(path)])
+    assert out.exit_code == 2 and option in out.output, out.output
+    text = " ".join(out.output.split())
+    assert "a result file goes in a folder of its own" in text and f"grade/{name}" in text
+    assert not path.exists()
