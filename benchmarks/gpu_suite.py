@@ -15,7 +15,8 @@ order (logs in OUT/logs/<phase>[-<n>].txt):
    take turns (the grader's per-GPU timing lock, grader.device.gpu_lock). A test still running
    when the limit stops the phase is named in the table ("not finished"), so a hang shows. A test
    failed only because another job held the GPU's memory (the grader refused with
-   DeviceMemoryError) runs again alone, in its own row ("shared-alone").
+   DeviceMemoryError) or kept the GPU busy past the drain limit runs again alone, in its own row
+   ("shared-alone").
 3. timed, alone: the cheats judged by their timing (``expect`` "flag", "no_gain",
    "zero_performance"), which need a quiet GPU.
 4. full_marks, alone: every reference solution graded side by side with itself (100/100).
@@ -252,10 +253,12 @@ def main() -> int:
             results = [outcome(logs / f"shared-{i}.txt") for i in range(len(procs))]
             problems = [f for i, (g, r) in enumerate(zip(groups, results))
                         for f in r[1] + unfinished(g, logs / f"shared-{i}.txt")]
-            # the concurrent jobs share the GPU's memory: a grade refused because another job held
-            # it (DeviceMemoryError, the grader's own refusal) says nothing about the test; it is
-            # run again alone, in its own row
-            crowded = [f.split()[1] for f in problems if f.startswith("FAILED ") and "DeviceMemoryError" in f]
+            # the concurrent jobs share the GPU's memory and time: a grade refused because another
+            # job held the memory (DeviceMemoryError, the grader's own refusal) or kept the GPU busy
+            # past the drain limit (another job's kernels, "kept it busy") says nothing about the
+            # test; it is run again alone, in its own row
+            crowded = [f.split()[1] for f in problems if f.startswith("FAILED ")
+                       and ("DeviceMemoryError" in f or "kept it busy" in f)]
             problems = [f for f in problems if not (f.startswith("FAILED ") and f.split()[1] in crowded)]
             rows.append((f"shared x{len(procs)}", len(selected) - len(crowded),
                          sum(len(r[0]) for r in results), problems, time.monotonic() - t0,

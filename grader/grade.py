@@ -49,11 +49,6 @@ HARNESS_ROUND_MS = 0.6
 TARGET_OVERHEAD_MS = 0.05
 MIN_SETS, MAX_SETS = 3, 16
 MEMORY_SHARE = 0.35      # of the device memory, for all input sets of one shape together
-# Arenas' worth of device memory per input set: with each contestant's last arena held until its
-# next turn, the three contestants' and the one being mapped; unmapped right after each turn
-# (grader.timing.Rig.unmap_after_turn), the turn's own and the parent's copies of the inputs and
-# expected outputs (about one arena's worth).
-ARENAS_PER_SET_HELD, ARENAS_PER_SET_UNMAPPED = 4, 2
 FREE_SHARE = 0.8         # of the device memory free when a shape's timing starts (set_bytes has its own margin)
 
 
@@ -388,12 +383,7 @@ class Grader:
         first = Instance(spec, self.backend, self.oracle, case(rng.randrange(2**32)))
         floor = self.floor_ms(bench)
         calibrated = self.calibration.median_ms(spec.name, bench.name)
-        # where memory caps the sets, each contestant unmaps its arena right after its turn: one
-        # untimed request more per turn buys more calls per round (less harness time per call)
-        n_sets = self.sets_for(floor, ARENAS_PER_SET_HELD * first.arena_bytes)
-        n_unmapped = self.sets_for(floor, ARENAS_PER_SET_UNMAPPED * first.arena_bytes)
-        unmap_after_turn = n_unmapped > n_sets
-        n_sets = max(n_sets, n_unmapped)
+        n_sets = self.sets_for(floor, 4 * first.arena_bytes)
         sets = [first] + [Instance(spec, self.backend, self.oracle, case(rng.randrange(2**32)))
                           for _ in range(n_sets - 1)]
 
@@ -431,7 +421,7 @@ class Grader:
                 self.gpu_sharers.update(foreign_gpu_processes(index))
             return waited
 
-        rig = Rig(n_sets, redraw, bind, verify, drain_wait, release, fill, unmap_after_turn)
+        rig = Rig(n_sets, redraw, bind, verify, drain_wait, release, fill)
         contestants = [Contestant("submission", self.worker.request, self.worker.pause, self.worker.resume,
                                   self.worker.stop_now)]
         contestants += [Contestant(name, w.request, w.pause, w.resume, w.stop_now) for name, w in others]

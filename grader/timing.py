@@ -11,8 +11,7 @@ with a ``solve`` that does nothing, so its unaccounted time is the harness's own
 2. Rounds follow until the estimate is stable. Before every round the parent re-draws EVERY input
    set (a cache or a replayed output is wrong). For each contestant's turn it then allocates a
    fresh :class:`~grader.sandbox.buffers.Arena` for every set; the contestant, resumed for one
-   untimed request, maps it (and unmaps its previous one, unless it did so in an untimed request
-   right after its last turn: :attr:`Rig.unmap_after_turn`) and is stopped again. Only then does the
+   untimed request, maps it (and unmaps its previous one) and is stopped again. Only then does the
    parent write the inputs and poison the outputs: a stopped worker cannot act on them, and GPU
    work it queued earlier (say a kernel waiting for the inputs to change) is seen by the drain
    check (:class:`grader.sandbox.watch.GpuDrain`): the parent waits until no other CUDA context has
@@ -214,10 +213,7 @@ class Rig:
     message); ``drain(limit_s)`` waits until no other CUDA context has work on the GPU and returns
     the ms it waited (math.inf past ``limit_s``); ``release`` detaches the sets from the bound
     buffers once a turn is checked (the :class:`Binding` itself is freed after the worker unmapped
-    it). The worker unmaps a turn's buffers in its next turn's ``map`` request, so every contestant
-    holds one arena between its turns; with ``unmap_after_turn`` it unmaps them in an untimed
-    request right after its turn is checked instead (one request per turn more, and one arena on
-    the device at a time instead of one per contestant: more input sets fit where memory caps them)."""
+    it, in its next request)."""
     sets: int
     redraw: Callable[[], None]
     bind: Callable[[], Binding]
@@ -225,7 +221,6 @@ class Rig:
     drain: Callable[[float], float] = lambda limit_s: 0.0
     release: Callable[[], None] = lambda: None
     fill: Callable[[], None] = lambda: None
-    unmap_after_turn: bool = False
 
 
 def _valid_times(raw: Any, calls: int) -> bool:
@@ -251,8 +246,8 @@ def run_benchmark(contestants: Sequence[Contestant], rig: Rig, policy: StopPolic
             caller samples the GPU clock inside them).
     """
     results = {c.name: ContestantTiming(c.name) for c in contestants}
-    # each contestant's last buffers: the worker unmaps them in its next request (its next turn's map,
-    # or one right after this turn: Rig.unmap_after_turn), and only then does the parent free them (the last unmapping of an allocation pays for its release: never in a
+    # each contestant's last buffers: the worker unmaps them in its next request, and only then does
+    # the parent free them (the last unmapping of an allocation pays for its release: never in a
     # timed request)
     held: dict[str, Binding | None] = {c.name: None for c in contestants}
     rig.redraw()
@@ -272,8 +267,6 @@ def run_benchmark(contestants: Sequence[Contestant], rig: Rig, policy: StopPolic
             results[c.name].failure_kind = out.kind if not out.ok else "wrong"
         if busy:
             _gpu_busy(results, "warm-up", c)
-        if rig.unmap_after_turn and results[c.name].failure is None:
-            _unmap_after_turn(c, results, held, rig, call_timeout_s, f"after the warm-up of {c.name}")
     active = [c for c in contestants if results[c.name].failure is None]
     t_start = time.perf_counter()
     round_no = 0
@@ -293,24 +286,15 @@ def run_benchmark(contestants: Sequence[Contestant], rig: Rig, policy: StopPolic
     finally:
         for c in contestants:
             c.resume()
-            _unmap(c, results[c.name], held, call_timeout_s, "after the timed rounds")
+            last = held[c.name]
+            if last is not None:
+                if results[c.name].failure is None:   # a refusal (the tracer's checks, sandbox.kernel_trace)
+                    out = c.request({"op": "release", "handles": list(last.handles)}, call_timeout_s + 5)
+                    if not out.ok:                     # may come with this reply too
+                        results[c.name].failure = f"after the timed rounds: {out.kind}: {out.message}"
+                        results[c.name].failure_kind = out.kind
+                last.free()
     return finalize(list(results.values()), basis_ms, policy.outside_slack_ms, policy.uneven_min_ms)
-
-
-def _unmap(c: Contestant, res: ContestantTiming, held: dict[str, Binding | None], call_timeout_s: float,
-           where: str) -> None:
-    """Has the (running) contestant ``c`` unmap its last binding, in an untimed request, then frees
-    it. A contestant that already failed is not asked (its worker may be gone); a refusal in the
-    reply (the tracer's checks, sandbox.kernel_trace, may come with it) fails it."""
-    last = held[c.name]
-    if last is None:
-        return
-    if res.failure is None:
-        out = c.request({"op": "release", "handles": list(last.handles)}, call_timeout_s + 5)
-        if not out.ok:
-            res.failure, res.failure_kind = f"{where}: {out.kind}: {out.message}", out.kind
-    last.free()
-    held[c.name] = None
 
 
 def _gpu_busy(results: dict[str, ContestantTiming], where: str, c: Contestant) -> None:
@@ -386,26 +370,6 @@ def _timed_round(c: Contestant, results: dict[str, ContestantTiming], rig: Rig, 
         res.drained_ms.append(drained_ms)
     finally:
         rig.release()
-    if rig.unmap_after_turn and res.failure is None:
-        left_ms = _unmap_after_turn(c, results, held, rig, call_timeout_s, f"after timed round {round_no} of {c.name}")
-        if 0 < left_ms < math.inf and res.failure is None:   # charged to the round it follows, like work
-            times, wall = res.rounds[-1]                     # left after the reply (not to whoever is next)
-            res.rounds[-1] = (times, wall + left_ms)
-            res.drained_ms[-1] += left_ms
-
-
-def _unmap_after_turn(c: Contestant, results: dict[str, ContestantTiming], held: dict[str, Binding | None],
-                      rig: Rig, call_timeout_s: float, where: str) -> float:
-    """:attr:`Rig.unmap_after_turn`: contestant ``c`` (stopped) is resumed to unmap its last
-    binding and stopped again; then the GPU is drained. Returns the ms of GPU work it left there
-    (math.inf: still busy after DRAIN_LIMIT_S, which fails a contestant as :func:`_gpu_busy` says)."""
-    c.resume()
-    _unmap(c, results[c.name], held, call_timeout_s, where)
-    c.pause()
-    left_ms = rig.drain(DRAIN_LIMIT_S)
-    if math.isinf(left_ms):
-        _gpu_busy(results, where, c)
-    return left_ms
 
 
 def _uneven(times: Sequence[float], min_ms: float = UNEVEN_MIN_MS) -> bool:

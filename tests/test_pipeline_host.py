@@ -208,35 +208,3 @@ def test_no_device_memory_for_the_inputs_is_an_error_of_the_machine_not_a_score(
     assert "Traceback" not in out.output and "grader error" not in out.output
     data = json.loads((tmp_path / "r.json").read_text())
     assert data["reason_kind"] == "device_memory" and data["score"]["total"] is None
-
-
-def test_where_memory_caps_the_sets_each_worker_unmaps_its_buffers_after_every_turn(tmp_path, profile, monkeypatch):
-    """Held arenas (one per contestant between its turns) fit 2 sets here, one arena at a time 4:
-    the shape is timed at 4 calls per round, each real worker unmapping its buffers in an untimed
-    request after every turn, and the grade is the same kind of grade."""
-    from grader import timing
-    from grader.grade import ARENAS_PER_SET_HELD, ARENAS_PER_SET_UNMAPPED, Grader
-
-    asked: list[int] = []
-
-    def sets_for(self, floor_ms, set_bytes):
-        asked.append(set_bytes)
-        return 2 if len(asked) % 2 else 4
-    unmapped = []
-    real = timing._unmap_after_turn
-
-    def spy(c, *args):
-        unmapped.append(c.name)
-        return real(c, *args)
-    monkeypatch.setattr(Grader, "sets_for", sets_for)
-    monkeypatch.setattr(timing, "_unmap_after_turn", spy)
-    r = grade_folder(small_softmax(), fake(tmp_path, SOFTMAX, "sub"), backend="host", profile=profile,
-                     reference=fake(tmp_path, SOFTMAX, "ref"), policy=FAST)
-    assert r.status == "graded" and r.correct and len(r.benchmarks) == 2
-    assert [b.calls_per_round for b in r.benchmarks] == [4, 4]
-    assert asked[0] * ARENAS_PER_SET_UNMAPPED == asked[1] * ARENAS_PER_SET_HELD
-    for b in r.benchmarks:
-        assert b.submission.failure is None and b.submission.stats.n >= FAST.min_rounds and b.ratio is not None
-    # after every warm-up and every timed turn of every contestant (baseline, reference, submission)
-    assert {"submission", "reference", "baseline"} <= set(unmapped)
-    assert unmapped.count("submission") >= 2 * (1 + FAST.min_rounds)

@@ -200,7 +200,7 @@ class Fake:
 
 def bench(fakes: list[Fake], log: list, policy: StopPolicy, n_sets: int = 2,
           verify: Callable[[str], str | None] = lambda where: None, seed: int = 1,
-          drain: Callable[[float], float] = lambda limit_s: 0.0, unmap_after_turn: bool = False):
+          drain: Callable[[float], float] = lambda limit_s: 0.0):
     arenas = iter(range(1, 10**6))
 
     def redraw() -> None:
@@ -219,8 +219,7 @@ def bench(fakes: list[Fake], log: list, policy: StopPolicy, n_sets: int = 2,
     contestants = [Contestant(f.name, f, lambda f=f: log.append(f"pause:{f.name}"),
                               lambda f=f: log.append(f"resume:{f.name}"), lambda f=f: log.append(f"stop:{f.name}"))
                    for f in fakes]
-    results = run_benchmark(contestants, Rig(n_sets, redraw, bind, check, drain, fill=lambda: log.append("fill"),
-                                             unmap_after_turn=unmap_after_turn),
+    results = run_benchmark(contestants, Rig(n_sets, redraw, bind, check, drain, fill=lambda: log.append("fill")),
                             policy, flush_bytes=1 << 20,
                             call_timeout_s=1.0, rng=random.Random(seed), progress=rounds.append)
     return results, rounds
@@ -270,65 +269,6 @@ def test_protocol_warmup_alternation_and_stop() -> None:
     assert s.samples == (0.5,) * 4 and s.time_ms == 0.5 and s.failure is None
     assert s.wall_ms_per_call == pytest.approx(0.625) and s.overhead_ms_per_call == pytest.approx(0.125)   # 1.25 ms per 2 calls
     assert r.samples == (1.0,) * 4 and r.time_ms == 1.0
-
-
-def test_unmap_after_turn_leaves_one_arena_mapped_at_a_time() -> None:
-    # where memory caps the input sets, each worker unmaps its buffers in an untimed request right
-    # after its turn is checked (and after its warm-up): no contestant holds an arena while another
-    # contestant's turn runs, and the parent frees each one once its worker unmapped it
-    log: list[str] = []
-    sub = Fake("submission", log, lambda r: [0.5, 0.5], wall_s=0.00125)
-    ref = Fake("reference", log, lambda r: [1.0, 1.0], wall_s=0.0022)
-    (s, r), rounds = bench([sub, ref], log, STEADY, unmap_after_turn=True)
-
-    def unmap(name: str, k: int) -> list[str]:
-        return [f"resume:{name}", f"release:{name}", f"free:{k}", f"pause:{name}"]
-
-    def turn(name: str, k: int, round_no: int) -> list[str]:
-        return [f"bind:{k}", f"resume:{name}", f"map:{name}", f"pause:{name}", "fill",
-                f"resume:{name}", f"time:{name}", f"stop:{name}", f"pause:{name}",
-                f"verify:timed round {round_no} of {name}", *unmap(name, k)]
-
-    assert log == [
-        "redraw",
-        "bind:1", "fill", "warmup:submission", "pause:submission", "verify:warm-up of submission", *unmap("submission", 1),
-        "bind:2", "fill", "warmup:reference", "pause:reference", "verify:warm-up of reference", *unmap("reference", 2),
-        "redraw", *turn("submission", 3, 1), *turn("reference", 4, 1),
-        "redraw", *turn("reference", 5, 2), *turn("submission", 6, 2),
-        "redraw", *turn("submission", 7, 3), *turn("reference", 8, 3),
-        "redraw", *turn("reference", 9, 4), *turn("submission", 10, 4),
-        "resume:submission", "resume:reference",   # nothing left mapped: no release at the end
-    ]
-    assert rounds == [1, 2, 3, 4]
-    maps = [m for m, _ in sub.messages if m["op"] == "map"]
-    assert [m["close"] for m in maps] == [[]] * 4
-    assert [m for m, _ in sub.messages if m["op"] == "release"] == [{"op": "release", "handles": [f"h{k}"]}
-                                                                     for k in (1, 3, 6, 7, 10)]
-    assert s.samples == (0.5,) * 4 and s.overhead_ms_per_call == pytest.approx(0.125) and not s.outside_events
-    assert r.samples == (1.0,) * 4
-
-
-def test_gpu_work_left_after_the_unmapping_counts_in_the_round_before_it() -> None:
-    # the request that unmaps a turn's buffers runs the worker again: GPU work it leaves there is
-    # waited for at once and charged to that contestant's round, not to the next contestant's turn
-    log: list[str] = []
-    sub = Fake("submission", log, lambda r: [0.5, 0.5])
-    base = Fake("baseline", log, lambda r: [0.0, 0.0])
-    (s, b), _ = bench([sub, base], log, STEADY, unmap_after_turn=True,
-                      drain=lambda limit: 3.0 if log[-3] == "release:submission" and log[-1] == "pause:submission"
-                      else 0.0)
-    assert s.drained_ms_per_call == pytest.approx(1.5) and s.overhead_ms_per_call >= 1.0 and s.outside_events
-    assert b.drained_ms_per_call == 0.0
-
-
-def test_a_refused_unmapping_after_a_turn_fails_the_contestant() -> None:
-    log: list[str] = []
-    sub = Fake("submission", log, lambda r: [0.5, 0.5],
-               fail=lambda op, r: Outcome(False, "foreign_kernel", "launched spy") if op == "release" and r == 2 else None)
-    ref = Fake("reference", log, lambda r: [1.0, 1.0])
-    (s, r), _ = bench([sub, ref], log, STEADY, unmap_after_turn=True)
-    assert s.failure == "after timed round 2 of submission: foreign_kernel: launched spy"
-    assert s.failure_kind == "foreign_kernel" and r.failure is None and len(r.samples) >= STEADY.min_samples
 
 
 def test_gpu_work_left_after_the_reply_counts_in_the_wall_time() -> None:
