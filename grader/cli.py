@@ -158,9 +158,11 @@ def _commands() -> tuple[str, ...]:
 
 def _writable(path: str | None, option: str) -> None:
     """Fail early (before any grading) when a result file could not be written: raises
-    click.BadParameter naming ``option``. Leaves nothing behind: a file that did not exist is
-    created and removed at once (with the folders made for it), so a grade killed before it writes
-    its result leaves no empty file; an existing file is opened for appending and left as it was."""
+    click.BadParameter naming ``option``. A file that did not exist is created and removed at once,
+    so a grade killed before it writes its result leaves no empty file; an existing file is opened
+    for appending and left as it was. The folders made for it stay: the worker's isolation hides a
+    result folder only if it exists when the worker starts (one made later by the worker would
+    hold a forged result: red-team pass 15)."""
     if not path:
         return
     p = Path(path)
@@ -168,7 +170,6 @@ def _writable(path: str | None, option: str) -> None:
     if blocker is not None:   # mkdir would say only "File exists"
         raise click.BadParameter(f"cannot write {path}: {blocker} is a file, not a folder; fix: choose a "
                                  f"path under a folder", param_hint=option)
-    made = [d for d in reversed(p.parent.parents) if not d.exists()] + ([p.parent] if not p.parent.exists() else [])
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -178,11 +179,6 @@ def _writable(path: str | None, option: str) -> None:
         else:
             os.close(fd)
             p.unlink()
-            for d in reversed(made):
-                try:
-                    d.rmdir()
-                except OSError:
-                    break
     except OSError as exc:
         raise click.BadParameter(f"cannot write {path}: {exc.strerror or exc}", param_hint=option) from None
 
@@ -195,24 +191,32 @@ def _result_folders(*paths: str | None) -> tuple[Path, ...]:
     Hidden, the worker sees an empty tmpfs there. Left out: the filesystem root and the folders
     above the system's temporary folder, which the isolation itself uses (a result file there
     stays within the worker's reach)."""
-    folders = (Path(p).resolve().parent for p in paths if p)
-    return tuple(dict.fromkeys(f for f in folders if _hideable(f)))
+    return tuple(dict.fromkeys(f for p in paths if p for f in _result_folder_pair(p) if _hideable(f)))
+
+
+def _result_folder_pair(path: str) -> tuple[Path, Path]:
+    """The folder a result path names (links in it resolved) and, when the path is itself a link,
+    the folder its target lies in: the grader writes through the link, so both matter (a worker
+    that can write in the first replaces the link; red-team pass 15)."""
+    own = Path(path).parent.resolve()
+    return own, Path(path).resolve().parent
 
 
 def _hideable(folder: Path) -> bool:
     """Whether ``folder`` (resolved) can be hidden from a submission's worker: not the filesystem
-    root, the system's temporary folder or a folder above it (the isolation stages its mounts there)."""
+    root, the system's temporary folder or a folder above it (the isolation stages its mounts
+    there), nor /dev/shm or /dev (the host backend's buffers live in /dev/shm)."""
     import tempfile
     tmp = Path(tempfile.gettempdir()).resolve()
-    return folder != Path("/") and folder != tmp and folder not in tmp.parents
+    return folder not in (Path("/"), Path("/dev"), Path("/dev/shm"), tmp) and folder not in tmp.parents
 
 
 def _result_paths_hideable(**options: str | None) -> None:
     """Grading mode: refuse (click.BadParameter naming the option) a result file whose folder cannot
     be hidden from the worker, which could leave a forged result there (see :func:`_result_folders`)."""
     for option, path in options.items():
-        if path and not _hideable(Path(path).resolve().parent):
-            folder = Path(path).resolve().parent
+        folder = next((f for f in _result_folder_pair(path) if not _hideable(f)), None) if path else None
+        if folder is not None:
             raise click.BadParameter(
                 f"{path}: in --mode grading a result file goes in a folder of its own (the submission's worker "
                 f"could write in {folder}, which cannot be hidden from it); fix: e.g. "

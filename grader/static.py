@@ -136,18 +136,34 @@ SHINGLE_TOKENS = 12
 FINGERPRINT_MOD = 4
 LIBRARY_COPY_FINGERPRINTS = 40
 SUBMISSION_READ_LIMIT_BYTES = 256 << 20   # the most a submission folder may hold (static_check reads it all)
+SUBMISSION_MAX_ENTRIES = 20_000   # files and folders a submission folder may hold
+SUBMISSION_MAX_DEPTH = 32         # folders nested below the submission folder
 
 
 def folder_problem(submission: Path) -> str | None:
-    """One line (the path and the fix) when the folder ``submission`` holds a symbolic link (the
-    grader would read what it points to, outside the worker's view: a library's header, or a file
-    that never ends such as /proc/kmsg) or more than SUBMISSION_READ_LIMIT_BYTES of files (a sparse
-    40 GB file would exhaust the grader's memory before any time limit applies); None when it
-    holds neither. Looks at sizes and file types only (``lstat``), reading nothing."""
-    total = 0
-    for folder, dirs, names in os.walk(submission):
-        for name in sorted(dirs + names):
-            path = Path(folder) / name
+    """One line (the path and the fix) when the folder ``submission`` cannot be read safely: it
+    holds a symbolic link (the grader would read what it points to, outside the worker's view: a
+    library's header, or a file that never ends such as /proc/kmsg), something that is neither a
+    file nor a folder (a FIFO an ``#include`` would block on, a socket, a device), a folder the
+    grader cannot list, more than SUBMISSION_READ_LIMIT_BYTES of files (a sparse 40 GB file would
+    exhaust the grader's memory before any time limit applies), more than SUBMISSION_MAX_ENTRIES
+    entries or folders nested deeper than SUBMISSION_MAX_DEPTH (a walk that would take minutes or
+    overflow the stack; red-team pass 15); None when it is fine. Looks at file types and sizes
+    only (``lstat``), reading nothing, with an explicit stack (no recursion)."""
+    fix = "fix: submit kernel.cu, solution.py and the files they use"
+    total, entries = 0, 0
+    stack = [(submission, 0)]
+    while stack:
+        folder, depth = stack.pop()
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError as exc:
+            return f"{folder}: cannot be listed ({exc.strerror or exc}); fix: make it readable, or remove it"
+        for name in names:
+            path = folder / name
+            entries += 1
+            if entries > SUBMISSION_MAX_ENTRIES:
+                return f"{submission}: the submission folder holds more than {SUBMISSION_MAX_ENTRIES} files and folders; {fix}"
             try:
                 st = path.lstat()
             except OSError:
@@ -155,13 +171,20 @@ def folder_problem(submission: Path) -> str | None:
             if stat.S_ISLNK(st.st_mode):
                 return (f"{path}: is a symbolic link; fix: replace it with the file or folder itself, or move it out of "
                         f"{submission}")
-            if stat.S_ISREG(st.st_mode):
+            if stat.S_ISDIR(st.st_mode):
+                if depth + 1 > SUBMISSION_MAX_DEPTH:
+                    return f"{path}: nested more than {SUBMISSION_MAX_DEPTH} folders deep; {fix}"
+                stack.append((path, depth + 1))
+            elif not stat.S_ISREG(st.st_mode):
+                return f"{path}: is neither a file nor a folder (a FIFO, socket or device); fix: remove it"
+            else:
                 total += st.st_size
                 if total > SUBMISSION_READ_LIMIT_BYTES:
                     return (f"{submission}: the submission folder holds more than {SUBMISSION_READ_LIMIT_BYTES >> 20} "
-                            f"MiB of files ({path.name} among them); fix: submit kernel.cu, solution.py and the "
-                            f"files they use")
+                            f"MiB of files ({path.name} among them); {fix}")
     return None
+
+
 _C_TOKEN = re.compile(r"[A-Za-z_]\w*|\d[\w.]*|\S")
 
 

@@ -59,8 +59,9 @@ def test_no_gpu_still_writes_the_json_result(runner, no_gpu, tmp_path):
 
 def test_a_grade_stopped_after_the_early_output_check_leaves_no_result_file(runner, tmp_path, monkeypatch):
     """``--output`` is checked writable before grading; a grade stopped right after that check
-    (killed, interrupted: here load_spec raises KeyboardInterrupt) leaves neither an empty result
-    file nor the folders made for it, and an existing file is left exactly as it was."""
+    (killed, interrupted: here load_spec raises KeyboardInterrupt) leaves no empty result file, and
+    an existing file is left exactly as it was. The folders made for it stay (the worker's
+    isolation can hide only a folder that exists when it starts)."""
     from grader import spec
 
     def stopped(*args, **kwargs):
@@ -74,7 +75,7 @@ def test_a_grade_stopped_after_the_early_output_check_leaves_no_result_file(runn
     for path in (new, kept):
         out = runner.invoke(cli.main, ["ex01", "--root", str(ROOT), "--format", "json", "--output", str(path)])
         assert out.exit_code != 0 and "cannot write" not in out.output, out.output
-    assert not new.exists() and not (tmp_path / "made").exists()
+    assert not new.exists() and new.parent.is_dir() and not any(new.parent.iterdir())
     assert kept.read_text() == "an earlier result\n" and kept.stat().st_mtime_ns == before.st_mtime_ns
 
 
@@ -409,3 +410,25 @@ def test_in_grading_mode_a_result_file_directly_in_the_temporary_folder_is_refus
     text = " ".join(out.output.split())
     assert "a result file goes in a folder of its own" in text and f"grade/{name}" in text
     assert not path.exists()
+
+
+def test_a_result_path_that_is_a_link_is_judged_by_its_own_folder_too(runner, tmp_path):
+    """Red-team pass 15: /tmp/r.json -> /tmp/g/r.json passed the "directly in /tmp" refusal (only
+    the target's folder was looked at), and the link's own folder stayed writable to the worker."""
+    import tempfile
+    import uuid
+    from pathlib import Path
+    target = tmp_path / "g" / "r.json"
+    target.parent.mkdir()
+    target.write_text("")
+    link = Path(tempfile.gettempdir()) / f"grade-{uuid.uuid4().hex}.json"
+    link.symlink_to(target)
+    try:
+        out = runner.invoke(cli.main, ["90", "--root", str(COURSE), "--backend", "host", "--mode", "grading",
+                                       "--output", str(link)])
+    finally:
+        link.unlink()
+    assert out.exit_code == 2 and "a result file goes in a folder of its own" in " ".join(out.output.split())
+    assert cli._result_folders(str(tmp_path / "l.json")) == (tmp_path,)   # noqa: SLF001
+    (tmp_path / "l.json").symlink_to(target)
+    assert set(cli._result_folders(str(tmp_path / "l.json"))) == {tmp_path, target.parent}   # noqa: SLF001

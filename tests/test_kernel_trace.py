@@ -957,7 +957,10 @@ def test_the_copy_check_reads_only_regular_files_and_bounds_what_it_reads(tmp_pa
     message = static.copied_library_code(spec, sub)
     assert message is not None and "zeros: is a symbolic link" in message and "fix:" in message
     (sub / "zeros").unlink()
-    os.mkfifo(sub / "fifo")                   # neither: never opened
+    os.mkfifo(sub / "fifo")                   # never opened: refused too (an #include would block on it)
+    message = static.copied_library_code(spec, sub)
+    assert message is not None and "fifo: is neither a file nor a folder" in message
+    (sub / "fifo").unlink()
     assert static.copied_library_code(spec, sub) is None
     monkeypatch.setattr(static, "SUBMISSION_READ_LIMIT_BYTES", 4096)
     (sub / "padding.txt").write_text("x" * 8192)

@@ -755,3 +755,31 @@ def test_a_reply_nested_too_deeply_to_decode_is_the_workers_crash_not_the_grader
         assert not out.ok and out.kind == "crash", out
     finally:
         w.close()
+
+
+def test_a_submission_folder_that_cannot_be_walked_safely_is_refused(tmp_path, monkeypatch):
+    """Red-team pass 15: a FIFO (an #include of it blocks NVRTC), a folder nested deeply (1200
+    levels overflowed os.walk's recursion), a folder with more entries than the walk should take."""
+    import os
+    from grader import static
+    from grader.spec import load_spec
+    from tests.conftest import FIXTURES
+    spec = load_spec(FIXTURES / "course" / "exercises" / "ex90_add" / "spec.toml")
+    sub = make_submission(tmp_path, ADD)
+    os.mkfifo(sub / "header.cuh")
+    kind, message = static.static_check(spec, sub)
+    assert kind == "bad_submission" and "header.cuh: is neither a file nor a folder" in message
+    (sub / "header.cuh").unlink()
+    deep = sub
+    for _ in range(100):   # refused at the 33rd level, whatever the depth (the walk stops there)
+        deep = deep / "d"
+        deep.mkdir()
+    kind, message = static.static_check(spec, sub)
+    assert kind == "bad_submission" and f"nested more than {static.SUBMISSION_MAX_DEPTH} folders deep" in message
+    import shutil
+    shutil.rmtree(sub / "d")
+    monkeypatch.setattr(static, "SUBMISSION_MAX_ENTRIES", 5)
+    for i in range(6):
+        (sub / f"n{i}.txt").write_text("")
+    kind, message = static.static_check(spec, sub)
+    assert kind == "bad_submission" and "more than 5 files and folders" in message
