@@ -413,13 +413,11 @@ def copied_library_code(spec: Spec, submission: Path) -> str | None:
     submission's files. Reformatting, comments, renamed files, splitting into many small files and
     macros of its own between the tokens do not hide a copy; renaming its identifiers throughout
     does (tests/known_gaps/README.md). None when nothing is shared that much, or the spec forbids
-    no header."""
+    no header. The folder must have passed :func:`folder_problem` (:func:`static_check` checks it
+    first), which bounds what this reads."""
     if not spec.forbidden_headers:
         return None
     library = library_fingerprints(tuple(spec.forbidden_headers), include_folders(spec.compile_options))
-    unreadable = folder_problem(submission)
-    if unreadable:
-        return unreadable
     files = _every_text_file(submission)
     code = [(path, strip_comments(text, "x.cu")) for path, text in files]
     shared: dict[int, tuple[str, ...]] = {}
