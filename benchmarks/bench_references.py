@@ -27,7 +27,8 @@ Bars (the reference must pass them):
   ex04 >= 1.00x cupy.sum's bandwidth at n = 2^28;
   ex05 >= 0.85x copy at n = 2^28 int32, and at least as fast as cupy.cumsum;
   ex06 >= 0.75x copy bandwidth (as read bandwidth, n bytes) at n = 2^30 uniform, >= 0.50x skewed;
-  ex07 >= 0.85x copy at 4096x4096 and 32768x1024;
+  ex07 >= 0.97x the bandwidth of a copy of the same bytes (2^24, 2^25 float32) at 4096x4096 and
+       32768x1024 (a copy of 128 MiB itself reaches only ~85 % of the 2^28 copy's bandwidth);
   ex08 >= 0.88x copy at 16384x4096.
 Rows without a bar are informational. A markdown table is printed last; the exit status is 1
 when a check or a bar fails.
@@ -346,7 +347,7 @@ def section_ex03(ctx: Context):
         ref.bar = (cr >= 0.88 and speedup >= 3.0, ">= 0.88x copy, >= 3x ascontiguousarray")
         ctx.report(ref)
         ctx.tune_variants("ex03", shape, sol,
-                          [{"_TILE": t, "_GROUP": g} for t in (64, 32) for g in (0, 8, 32)],
+                          [{"_TILE": t, "_GROUP": g} for t in ((128, 64), (64, 64), (128, 32)) for g in (1, 2, 0)],
                           lambda: sol.solve(x, y), nbytes)
         del x, y
         free_memory()
@@ -497,7 +498,7 @@ def section_ex07(ctx: Context):
             same = ctx.same_copy.get(shape[0] * shape[1])
             same_text = f"; {r.gbs / same.gbs:.3f}x same-size copy" if same else ""
             r.anchor = f"{cr:.3f}x copy{same_text}; {naive_rows[shape].ms / r.ms:.2f}x faster than naive"
-            r.bar = (cr >= 0.85, ">= 0.85x copy")
+            r.bar = (bool(same) and r.gbs / same.gbs >= 0.97, ">= 0.97x same-size copy")
         else:
             r.anchor = f"{cr:.3f}x copy"
         ctx.report(r)

@@ -4,27 +4,35 @@
 // Design: no arithmetic at all, 8 bytes of compulsory DRAM traffic per element (read x once,
 // write y once), so the bound targeted is the copy bandwidth. The whole difficulty is that
 // x is read along rows and y is written along columns of x:
-//   * Tiles: a block moves one TILE x TILE tile (TILE = 64 by default): 8 warps read the tile's
-//     rows from x (each warp instruction reads 32 consecutive floats = one 128-byte line), keep
-//     it in shared memory, and after __syncthreads() write the tile's columns as rows of y
-//     (again 32 consecutive floats per warp instruction). Every global access is coalesced; the
-//     reordering happens in shared memory.
-//   * Bank conflicts: the tile is stored as tile[TILE][TILE + 1]. Writing a tile row, lane l
+//   * Tiles: a block moves one TR x TC tile (TR = 128 rows, TC = 64 columns of x by default): 8
+//     warps read the tile's rows from x (each warp instruction reads 32 consecutive floats = one
+//     128-byte line), keep it in shared memory, and after __syncthreads() write the tile's columns
+//     as rows of y (again 32 consecutive floats per warp instruction). Every global access is
+//     coalesced; the reordering happens in shared memory.
+//   * Bank conflicts: the tile is stored as tile[TR][TC + 1]. Writing a tile row, lane l
 //     touches word (r, l + 32j): banks l + const, conflict-free. Reading a tile column, lane l
-//     touches word (l + 32j, c) at offset (l + 32j) * (TILE + 1) + c, whose bank is
-//     (l + c + const) mod 32 because TILE + 1 = 1 (mod 32): conflict-free as well. Without the
+//     touches word (l + 32j, c) at offset (l + 32j) * (TC + 1) + c, whose bank is
+//     (l + c + const) mod 32 because TC + 1 = 1 (mod 32): conflict-free as well. Without the
 //     padding every lane of the column read would hit the same bank (32-way conflict).
-//   * Bytes in flight: each thread issues all TILE*TILE/256 = 16 loads of its part of the tile
-//     before storing any of them to shared memory, so a block has a whole 16 KB tile of loads
-//     outstanding; ~6 resident blocks per SM keep ~100 KB per SM in flight, enough to cover
-//     the DRAM latency at full bandwidth. Stores are fire-and-forget.
+//   * Bytes in flight: each thread issues all TR*TC/256 = 32 loads of its part of the tile
+//     before storing any of them to shared memory, so a block has a whole 32 KB tile of loads
+//     outstanding; 5 resident blocks per SM (48 registers per thread, 33 KB of shared memory
+//     per block) keep ~160 KB per SM in flight, enough to cover the DRAM latency at full bandwidth. Stores are fire-and-forget.
 //   * Any shape: tiles on the bottom/right edges are partial; every access is bounds-checked
 //     (a predicate per element, the same code for full and partial tiles). The grid is 1-D
 //     (one block per tile, tile index -> (tile row, tile column)), so more than 65535 tile rows
 //     are fine; the loop over tiles is grid-stride, so any grid size is correct.
 //   * Tile order: `group` tile columns form a group; tiles are numbered row by row inside a
-//     group (group = number of tile columns: plain row-major order, the default). Grouping
-//     keeps the set of x rows and y rows that concurrent blocks touch small (a knob to tune).
+//     group. The default, group = 1, walks down one tile column after the other: consecutive
+//     blocks write consecutive pieces of the same y rows, so the blocks running at one time
+//     write one contiguous stretch of y and read scattered 256-byte pieces of x rows (row-major
+//     order is the other way round). When rows are not 128-byte aligned (8191 x 12289) every
+//     piece a tile writes starts and ends inside a 32-byte sector, and scattered partial-sector
+//     writes cost more than scattered reads. (Nsight Compute, old order: DRAM bytes within 5 %
+//     of the minimum, so the cost is not extra traffic.) Measured on the H200
+//     (benchmarks/RESULTS.md, sixteenth session): 8191 x 12289 went from 0.61x to 0.85x of the
+//     copy bandwidth (64 x 64 tiles in row-major order, the
+//     previous default, to 128 x 64 in column order), 16384 x 16384 from 0.93x to 0.97x.
 //   * rows == 1 or cols == 1: x and y have the same memory layout, so the transpose is a plain
 //     copy (transpose_copy: float4 grid-stride copy, both buffers are 256-byte aligned).
 //   * Indices: rows * cols <= 2^28, so element indices fit in 32 bits; row offsets are still
@@ -34,14 +42,17 @@
 #define TR_THREADS 256           // 8 warps; every kernel here is launched with this many threads
 #endif
 
-template <int TILE>
+template <int TR, int TC>
 __device__ __forceinline__ void transpose_tiles(const float* __restrict__ x, float* __restrict__ y, int rows,
                                                 int cols, int tiles_r, int tiles_c, int group)
 {
     constexpr int WARPS = TR_THREADS / 32;
-    constexpr int RPW = TILE / WARPS;    // tile rows per warp
-    constexpr int CPL = TILE / 32;       // tile columns per lane
-    __shared__ float tile[TILE][TILE + 1];
+    constexpr int RPW = TR / WARPS;      // tile rows (of x) per warp when reading
+    constexpr int CPL = TC / 32;         // tile columns per lane when reading
+    constexpr int WPW = TC / WARPS;      // tile columns (rows of y) per warp when writing
+    constexpr int WPL = TR / 32;         // tile rows (columns of y) per lane when writing
+    static_assert(TR % 32 == 0 && TC % 32 == 0 && RPW >= 1 && WPW >= 1, "tile sides: multiples of 32, >= 8 warps' rows");
+    __shared__ float tile[TR][TC + 1];
 
     const int lane = threadIdx.x & 31;
     const int warp = threadIdx.x >> 5;
@@ -55,7 +66,7 @@ __device__ __forceinline__ void transpose_tiles(const float* __restrict__ x, flo
         const int gw = min(group, tiles_c - g * group);
         const int tr = t_in / gw;
         const int tc = g * group + (t_in - tr * gw);
-        const int r0 = tr * TILE, c0 = tc * TILE;
+        const int r0 = tr * TR, c0 = tc * TC;
 
         // Read the tile: row r0 + warp + WARPS*k, columns c0 + lane + 32*j. All loads first.
         float v[RPW][CPL];
@@ -78,11 +89,11 @@ __device__ __forceinline__ void transpose_tiles(const float* __restrict__ x, flo
         // Write the tile transposed: y row c0 + warp + WARPS*k (a column of x), y columns
         // r0 + lane + 32*j (rows of x).
 #pragma unroll
-        for (int k = 0; k < RPW; ++k) {
+        for (int k = 0; k < WPW; ++k) {
             const int c = c0 + warp + WARPS * k;
             float* yr = y + (long long)c * rows + r0 + lane;
 #pragma unroll
-            for (int j = 0; j < CPL; ++j) {
+            for (int j = 0; j < WPL; ++j) {
                 if (c < cols && r0 + lane + 32 * j < rows) yr[32 * j] = tile[lane + 32 * j][warp + WARPS * k];
             }
         }
@@ -90,19 +101,19 @@ __device__ __forceinline__ void transpose_tiles(const float* __restrict__ x, flo
     }
 }
 
-extern "C" __global__ void __launch_bounds__(TR_THREADS)
-transpose_t64(const float* __restrict__ x, float* __restrict__ y, int rows, int cols, int tiles_r, int tiles_c,
-              int group)
-{
-    transpose_tiles<64>(x, y, rows, cols, tiles_r, tiles_c, group);
-}
-
-extern "C" __global__ void __launch_bounds__(TR_THREADS)
-transpose_t32(const float* __restrict__ x, float* __restrict__ y, int rows, int cols, int tiles_r, int tiles_c,
-              int group)
-{
-    transpose_tiles<32>(x, y, rows, cols, tiles_r, tiles_c, group);
-}
+// transpose_r{TR}_c{TC}: tiles of TR rows x TC columns of x; launch one block per tile, with
+// TR_THREADS threads. The launcher's default is transpose_r128_c64; the others are
+// benchmarks/bench_references.py --tune's variants.
+#define TR_KERNEL(TR, TC)                                                                                   \
+    extern "C" __global__ void __launch_bounds__(TR_THREADS)                                              \
+    transpose_r##TR##_c##TC(const float* __restrict__ x, float* __restrict__ y, int rows, int cols,        \
+                            int tiles_r, int tiles_c, int group)                                          \
+    {                                                                                                     \
+        transpose_tiles<TR, TC>(x, y, rows, cols, tiles_r, tiles_c, group);                               \
+    }
+TR_KERNEL(128, 64)
+TR_KERNEL(64, 64)
+TR_KERNEL(128, 32)
 
 // rows == 1 or cols == 1: y has the same layout as x. n elements, both pointers 16-byte aligned
 // (checked by the launcher; it passes vec = 0 otherwise and every element is copied singly).

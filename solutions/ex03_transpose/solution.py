@@ -1,20 +1,21 @@
 """ex03_transpose -- reference solution: y = x.T for float32 (rows, cols) -> (cols, rows).
 
 See kernel.cu for the design. Knobs (module constants, for benchmarks/bench_references.py
---tune): _TILE (64 or 32) and _GROUP (tile columns per group of the tile order; 0 = plain
-row-major order).
+--tune): _TILE ((rows, columns) of x per tile, a transpose_r{rows}_c{cols} kernel of kernel.cu)
+and _GROUP (tile columns per group of the tile order; 1 = down one tile column after the other,
+0 = plain row-major order).
 """
 import numpy as np
 
 from grader.kernel import load
 
 _module = load("kernel.cu")
-_kernels = {64: _module.get_function("transpose_t64"), 32: _module.get_function("transpose_t32")}
+_kernels = {}
 _copy = _module.get_function("transpose_copy")
 
 _THREADS = 256          # = TR_THREADS in kernel.cu
-_TILE = 64
-_GROUP = 0
+_TILE = (128, 64)
+_GROUP = 1
 _MAX_BLOCKS = 2**31 - 1
 
 
@@ -33,9 +34,13 @@ def solve(x, y):
         blocks = max(1, min(_cdiv(max(n // 4, 1), _THREADS), _MAX_BLOCKS))
         _copy((blocks,), (_THREADS,), (x, y, np.int64(n), np.int32(vec)))
         return
-    tile = _TILE
-    tiles_r, tiles_c = _cdiv(rows, tile), _cdiv(cols, tile)
+    tr, tc = _TILE
+    name = f"transpose_r{tr}_c{tc}"
+    kernel = _kernels.get(name)
+    if kernel is None:
+        kernel = _kernels[name] = _module.get_function(name)
+    tiles_r, tiles_c = _cdiv(rows, tr), _cdiv(cols, tc)
     group = tiles_c if _GROUP <= 0 else min(_GROUP, tiles_c)
     blocks = min(tiles_r * tiles_c, _MAX_BLOCKS)   # one block per tile
-    _kernels[tile]((blocks,), (_THREADS,), (x, y, np.int32(rows), np.int32(cols), np.int32(tiles_r),
-                                            np.int32(tiles_c), np.int32(group)))
+    kernel((blocks,), (_THREADS,), (x, y, np.int32(rows), np.int32(cols), np.int32(tiles_r),
+                                    np.int32(tiles_c), np.int32(group)))
