@@ -202,13 +202,23 @@ def _result_folder_pair(path: str) -> tuple[Path, Path]:
     return own, Path(path).resolve().parent
 
 
+# Folders the worker's processes need whole (programs, libraries, devices, the kernel's files): a
+# result folder there cannot be hidden from the worker without breaking its start (red-team pass 15:
+# `--output /usr/x.json` as root failed the isolation and blamed the student).
+SYSTEM_FOLDERS = tuple(Path(p) for p in ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc",
+                                         "/proc", "/sys", "/run", "/dev", "/boot"))
+
+
 def _hideable(folder: Path) -> bool:
     """Whether ``folder`` (resolved) can be hidden from a submission's worker: not the filesystem
     root, the system's temporary folder or a folder above it (the isolation stages its mounts
-    there), nor /dev/shm or /dev (the host backend's buffers live in /dev/shm)."""
+    there), nor a system folder (:data:`SYSTEM_FOLDERS`) or one inside it (the host backend's
+    buffers live in /dev/shm)."""
     import tempfile
     tmp = Path(tempfile.gettempdir()).resolve()
-    return folder not in (Path("/"), Path("/dev"), Path("/dev/shm"), tmp) and folder not in tmp.parents
+    if folder == Path("/") or folder == tmp or folder in tmp.parents:
+        return False
+    return not any(folder == s or s in folder.parents for s in SYSTEM_FOLDERS)
 
 
 def _result_paths_hideable(**options: str | None) -> None:
@@ -433,56 +443,56 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
     if mode == "grading" and _secret_refusal() is not None:
         _emit_error(fmt, output, json_out, ex.name, str(sub), "no_secret", _secret_refusal(), EXIT_ERROR,
                     spec.total_points)
-    from grader.static import static_check
-    problem = static_check(spec, sub)
-    if problem:  # before looking for a GPU: a missing or forbidden submission is the user's to fix
-        _emit_error(fmt, output, json_out, ex.name, str(sub), problem[0], problem[1], EXIT_NOT_GRADED,
-                    spec.total_points)
-    if case_limit:
-        from dataclasses import replace
-        spec = replace(spec, limits=replace(spec.limits, case_s=case_limit))
     from grader import device as dev
-    if backend in ("auto", "cuda"):
-        why = dev.unavailable_reason()
-        if why is not None:
-            _no_gpu(spec, ex.name, sub, submission is not None, arch, why, bool(tools), fmt, output, json_out,
-                    profile_kernels)
-    sanitizer = None
-    if tools:  # before grading: without the tool nothing here can help
-        from grader.sanitize import MISSING, find_sanitizer
-        sanitizer = find_sanitizer()
-        if sanitizer is None:
-            _emit_error(fmt, output, json_out, ex.name, str(sub), "no_sanitizer", MISSING, EXIT_ERROR)
-
-    ncu = None
-    if profile_kernels:  # before grading, as for the sanitizer
-        from grader.profiling import MISSING as NO_NCU, find_ncu
-        ncu = find_ncu()
-        if ncu is None:
-            _emit_error(fmt, output, json_out, ex.name, str(sub), "no_profiler", NO_NCU, EXIT_ERROR)
-
     from grader.calibration import load_calibration, load_calibration_file
     from grader.cases import PROFILES
     from grader.grade import GradeOptions, grade
-    from grader.sandbox.buffers import CudaBackend, DeviceMemoryError, HostBackend
-
-    info = None
-    if backend in ("auto", "cuda"):
-        info = dev.detect()
-        wrong_gpu = dev.arch_refusal(ex.name, spec.arch, info)
-        if wrong_gpu:   # before any case, in one line (grade() refuses too, for its other callers)
-            _emit_error(fmt, output, json_out, ex.name, str(sub), "wrong_gpu", wrong_gpu, EXIT_ERROR, spec.total_points)
-        if mode == "grading" and not allow_unisolated:
-            why_not = _tracer_refusal()
-            if why_not is not None:
-                _emit_error(fmt, output, json_out, ex.name, str(sub), "no_kernel_trace", why_not, EXIT_ERROR,
-                            spec.total_points)
-    limit = time_limit or spec.limits.total_s
-    signal.signal(signal.SIGALRM, _on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, limit)
     from grader.report.text import TerminalProgress
+    from grader.sandbox.buffers import CudaBackend, DeviceMemoryError, HostBackend
+    from grader.static import static_check
+
+    limit = time_limit or spec.limits.total_s
     progress = TerminalProgress(Console(stderr=True))
+    signal.signal(signal.SIGALRM, _on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, limit)   # from the static checks on: nothing of a grade outlives it
     try:
+        problem = static_check(spec, sub)
+        if problem:  # before looking for a GPU: a missing or forbidden submission is the user's to fix
+            _emit_error(fmt, output, json_out, ex.name, str(sub), problem[0], problem[1], EXIT_NOT_GRADED,
+                        spec.total_points)
+        if case_limit:
+            from dataclasses import replace
+            spec = replace(spec, limits=replace(spec.limits, case_s=case_limit))
+        if backend in ("auto", "cuda"):
+            why = dev.unavailable_reason()
+            if why is not None:
+                _no_gpu(spec, ex.name, sub, submission is not None, arch, why, bool(tools), fmt, output, json_out,
+                        profile_kernels)
+        sanitizer = None
+        if tools:  # before grading: without the tool nothing here can help
+            from grader.sanitize import MISSING, find_sanitizer
+            sanitizer = find_sanitizer()
+            if sanitizer is None:
+                _emit_error(fmt, output, json_out, ex.name, str(sub), "no_sanitizer", MISSING, EXIT_ERROR)
+
+        ncu = None
+        if profile_kernels:  # before grading, as for the sanitizer
+            from grader.profiling import MISSING as NO_NCU, find_ncu
+            ncu = find_ncu()
+            if ncu is None:
+                _emit_error(fmt, output, json_out, ex.name, str(sub), "no_profiler", NO_NCU, EXIT_ERROR)
+
+        info = None
+        if backend in ("auto", "cuda"):
+            info = dev.detect()
+            wrong_gpu = dev.arch_refusal(ex.name, spec.arch, info)
+            if wrong_gpu:   # before any case, in one line (grade() refuses too, for its other callers)
+                _emit_error(fmt, output, json_out, ex.name, str(sub), "wrong_gpu", wrong_gpu, EXIT_ERROR, spec.total_points)
+            if mode == "grading" and not allow_unisolated:
+                why_not = _tracer_refusal()
+                if why_not is not None:
+                    _emit_error(fmt, output, json_out, ex.name, str(sub), "no_kernel_trace", why_not, EXIT_ERROR,
+                                spec.total_points)
         be = CudaBackend() if info is not None else HostBackend()
         ceilings = dev.ceilings(info, {spec.ceiling}) if info is not None else None
         calibration = (load_calibration_file(Path(reference_times)) if reference_times
@@ -757,8 +767,8 @@ def sanitize_text(reports) -> list[str]:  # type: ignore[no-untyped-def]
 
 
 def _exit_code(result, fail_under: float | None) -> int:  # type: ignore[no-untyped-def]
-    if result.status != "graded":   # "no_gpu": the machine cannot run it (the host backend), not the submission
-        return EXIT_ERROR if result.reason_kind == "no_gpu" else EXIT_NOT_GRADED
+    if result.status != "graded":   # "no_gpu", "no_isolation": the machine's problem, not the submission's
+        return EXIT_ERROR if result.reason_kind in ("no_gpu", "no_isolation") else EXIT_NOT_GRADED
     if fail_under is not None and result.score.total < fail_under:
         return EXIT_BELOW
     return EXIT_OK

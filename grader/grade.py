@@ -562,6 +562,10 @@ def grade(spec: Spec, submission: Path, options: GradeOptions, backend: Backend,
                 return _not_graded(spec, submission, options, "no_gpu", f"{text}; the host backend (--backend host) "
                                    f"runs NumPy submissions only, without a GPU: grade this one on a machine with a "
                                    f"GPU, or check it here with --compile-only", device, started, t0)
+            if start.kind == "isolation":   # the machine's: exit 4, as a grade that could not start
+                return _not_graded(spec, submission, options, "no_isolation", f"{start.message}; fix: see the "
+                                   f"worker log below, or grade with the result files in a folder of their own",
+                                   device, started, t0)
             return _not_graded(spec, submission, options, start.kind, text, device, started, t0)
         raw_kernels = start.data.get("kernels", ())
         kernels = resources_from_reply(raw_kernels)   # the worker's reply: only well-formed entries reach a report

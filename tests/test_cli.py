@@ -412,6 +412,57 @@ def test_in_grading_mode_a_result_file_directly_in_the_temporary_folder_is_refus
     assert not path.exists()
 
 
+@pytest.mark.parametrize("path", ["/usr/grade-x.json", "/etc/grader/grade-x.json", "/dev/shm/grade/grade-x.json"])
+def test_in_grading_mode_a_result_file_in_a_system_folder_is_refused(runner, path):
+    """Red-team pass 15: `--output /usr/x.json` as root hid /usr from the worker, whose start then
+    failed; the reference scored 0/100 "worker crashed". System folders are refused up front."""
+    from pathlib import Path
+    out = runner.invoke(cli.main, ["90", "--root", str(COURSE), "--backend", "host", "--mode", "grading",
+                                   "--output", path])
+    assert out.exit_code == 2 and "--output" in out.output, out.output
+    assert "a result file goes in a folder of its own" in " ".join(out.output.split())
+    assert not Path(path).exists()
+
+
+def test_the_time_limit_covers_the_static_checks(runner, tmp_path, monkeypatch):
+    """Red-team pass 15: --time-limit was armed after the static checks, so a submission folder that
+    made them slow ran past it; now the limit holds from the static checks on."""
+    import time
+    from grader import static
+
+    def slow(spec, sub):  # noqa: ANN001, ANN202
+        time.sleep(5)
+        return None
+    monkeypatch.setattr(static, "static_check", slow)
+    json_path = tmp_path / "r.json"
+    t0 = time.monotonic()
+    out = runner.invoke(cli.main, ["90", "--root", str(COURSE), "--backend", "host", "--time-limit", "1",
+                                   "--json", str(json_path)])
+    assert out.exit_code == cli.EXIT_ERROR and time.monotonic() - t0 < 4, out.output
+    data = json.loads(json_path.read_text())
+    assert data["reason_kind"] == "time_limit" and "1 s time limit" in data["reason"], data
+
+
+def test_a_worker_that_cannot_be_isolated_is_not_graded_with_exit_4(runner, tmp_path, monkeypatch):
+    """An isolation failure is the machine's: "not graded", exit 4 (grader or environment error),
+    never a score of 0 for the student."""
+    from grader.sandbox import supervisor
+    real = supervisor.Worker.ensure
+
+    def ensure(self):  # noqa: ANN001, ANN202
+        if self.config.trusted:
+            return real(self)
+        return supervisor.Outcome(False, "isolation", "the worker could not be isolated (mount: denied); "
+                                                      "the submission never ran")
+    monkeypatch.setattr(supervisor.Worker, "ensure", ensure)
+    json_path = tmp_path / "r.json"
+    out = runner.invoke(cli.main, ["90", "--root", str(COURSE), "--backend", "host", "--json", str(json_path)])
+    assert out.exit_code == cli.EXIT_ERROR, out.output
+    data = json.loads(json_path.read_text())
+    assert data["status"] == "not_graded" and data["reason_kind"] == "no_isolation", data
+    assert "could not be isolated (mount: denied)" in data["reason"]
+
+
 def test_a_result_path_that_is_a_link_is_judged_by_its_own_folder_too(runner, tmp_path):
     """Red-team pass 15: /tmp/r.json -> /tmp/g/r.json passed the "directly in /tmp" refusal (only
     the target's folder was looked at), and the link's own folder stayed writable to the worker."""

@@ -316,6 +316,48 @@ def test_the_view_hides_short_paths_home_and_the_whole_grader_cache(tmp_path):
         w.close()
 
 
+def test_the_staging_folder_is_never_one_the_view_hides(monkeypatch, tmp_path):
+    """Red-team pass 15: the mounts were staged under a hard-coded /tmp; a view hiding it (TMPDIR
+    elsewhere, a result file in /tmp) made the stage vanish under its tmpfs, the worker exit 121."""
+    import tempfile
+    from grader.sandbox import isolation
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    stage = isolation.stage_folder(isolation.View((str(tmp_path),), ()))
+    try:
+        assert tmp_path not in stage.parents and stage.is_dir()
+    finally:
+        stage.rmdir()
+    everything = (str(tmp_path), *(os.path.realpath(c) for c in isolation.STAGE_CANDIDATES))
+    with pytest.raises(OSError, match="no folder to stage the mounts in"):
+        isolation.stage_folder(isolation.View(everything, ()))
+
+
+def test_an_isolation_failure_is_the_graders_and_a_submissions_exit_121_is_its_own(tmp_path, arrays):
+    """The isolation reports on a pipe the worker never holds: a view that cannot be built is kind
+    "isolation" (not "worker crashed", which would blame the student), and a submission that exits
+    with the isolation's status 121 itself is still a crash of its own."""
+    from grader.sandbox import isolation
+    if isolation.unavailable_reason():
+        pytest.skip(isolation.unavailable_reason())
+    import tempfile
+    hide = tuple(dict.fromkeys(os.path.realpath(c) for c in (tempfile.gettempdir(), *isolation.STAGE_CANDIDATES)))
+    w = Worker(WorkerConfig("host", make_submission(tmp_path, ADD), (), ("a", "b", "c"), 20.0, 5.0, hide=hide))
+    try:
+        out = w.ensure()
+        assert not out.ok and out.kind == "isolation", (out, w.log_tail())
+        assert "could not be isolated (no folder to stage the mounts in" in out.message
+        assert "the submission never ran" in out.message
+    finally:
+        w.close()
+    sub = make_submission(tmp_path, "import os\nos._exit(121)\n" + ADD, name="exits")
+    w = Worker(WorkerConfig("host", sub, (), ("a", "b", "c"), 20.0, 5.0))
+    try:
+        out = w.ensure()
+        assert not out.ok and out.kind == "crash" and "121" in out.message, out
+    finally:
+        w.close()
+
+
 def test_the_isolation_tools_are_never_found_through_the_workers_path(monkeypatch, tmp_path):
     from grader.sandbox import isolation
     planted = tmp_path / "bin"

@@ -90,10 +90,25 @@ def unavailable_reason() -> str | None:
     return _PROBE["reason"]
 
 
-def wrap(command: list[str], view: View) -> list[str]:
-    """``command`` run inside the isolated view (see the module docstring)."""
+def wrap(command: list[str], view: View, status_fd: int = -1) -> list[str]:
+    """``command`` run inside the isolated view (see the module docstring). With ``status_fd`` (the
+    write end of a pipe the caller passes to the child), :func:`main` writes "ok" or "failed: WHY"
+    there and closes it before ``command`` starts: a channel the worker never holds, so an exit
+    status of the submission's cannot pass for a failure of the isolation, nor the reverse."""
     return [tool("unshare") or "unshare", "--user", "--map-root-user", "--mount", "--", sys.executable, "-S", "-P",
-            "-m", "grader.sandbox.isolation", view.to_json(), "--", *command]
+            "-m", "grader.sandbox.isolation", view.to_json(), str(status_fd), "--", *command]
+
+
+def read_status(fd: int) -> str:
+    """What :func:`main` wrote on ``fd`` (the read end of the status pipe), "" if nothing yet; closes
+    ``fd``. Call it once the child has replied or exited."""
+    try:
+        os.set_blocking(fd, False)
+        return os.read(fd, 4096).decode(errors="replace").strip()
+    except (BlockingIOError, OSError):
+        return ""
+    finally:
+        os.close(fd)
 
 
 def _mount(*args: str) -> None:
@@ -133,18 +148,48 @@ def build(view: View, stage: Path) -> None:
         subprocess.run([tool("umount") or "umount", "-l", str(point)], capture_output=True)
 
 
-def main(argv: list[str]) -> None:
-    """``python -m grader.sandbox.isolation VIEW_JSON -- COMMAND...`` (see :func:`wrap`)."""
-    view = View.from_json(argv[0])
-    command = argv[argv.index("--") + 1:]
+STAGE_CANDIDATES = ("/tmp", "/var/tmp", "/dev/shm")
+
+
+def stage_folder(view: View) -> Path:
+    """A new folder for the staging mounts, in the first temporary folder (the system's, then
+    :data:`STAGE_CANDIDATES`) that the view does not hide and this process can write: a stage under
+    a hidden folder would vanish under its tmpfs (red-team pass 15: TMPDIR elsewhere and a result
+    file in /tmp). Raises OSError naming the folders tried."""
     import tempfile
-    stage = Path(tempfile.mkdtemp(prefix="grader-stage-", dir="/tmp"))
+    tried = []
+    for base in dict.fromkeys((tempfile.gettempdir(), *STAGE_CANDIDATES)):
+        folder = os.path.realpath(base)
+        if os.path.isdir(folder) and os.access(folder, os.W_OK | os.X_OK) and not _under(folder, view.hide):
+            return Path(tempfile.mkdtemp(prefix="grader-stage-", dir=folder))
+        tried.append(folder)
+    raise OSError(f"no folder to stage the mounts in: {', '.join(tried)} are hidden from the worker or not writable")
+
+
+def _report(fd: int, text: str) -> None:
+    if fd >= 0:
+        try:
+            os.write(fd, text.encode()[:4000])
+        finally:
+            os.close(fd)
+
+
+def main(argv: list[str]) -> None:
+    """``python -m grader.sandbox.isolation VIEW_JSON STATUS_FD -- COMMAND...`` (see :func:`wrap`);
+    exits 121 when the view cannot be built."""
+    view = View.from_json(argv[0])
+    sep = argv.index("--")
+    status_fd = int(argv[1]) if sep == 2 else -1
+    command = argv[sep + 1:]
     try:
+        stage = stage_folder(view)
         build(view, stage)
-        shutil.rmtree(stage, ignore_errors=True)
-    except OSError as exc:
+        shutil.rmtree(stage, ignore_errors=True)   # only once build has unmounted its staging points
+    except Exception as exc:   # noqa: BLE001 - any failure to build the view is the grader's side
+        _report(status_fd, f"failed: {exc}")
         print(f"grader isolation failed: {exc}", file=sys.stderr, flush=True)
         sys.exit(121)
+    _report(status_fd, "ok")
     unshare = tool("unshare") or "unshare"
     os.execv(unshare, [unshare, "--user", "--map-root-user", "--mount", "--", *command])
 

@@ -100,11 +100,12 @@ KIND_TEXT = {
     "foreign_kernel": "a kernel that is not the submission's ran",
     "tampered": "the grader's own processes were tampered with",
     "grader_error": "grader error",
+    "isolation": "isolating the worker failed",
 }
 # Kinds the grader's side decides (the parent's watch, limits and checks) or that blame the grader:
 # never taken from a submission's worker's reply (see Worker._request).
 PARENT_KINDS = frozenset({"timeout", "crash", "host_memory_limit", "forbidden_library", "foreign_kernel", "tampered",
-                          "grader_error"})
+                          "grader_error", "isolation"})
 
 
 @dataclass(frozen=True)
@@ -340,11 +341,14 @@ class Worker:
             pass_fds.extend(self.trace.pass_fds)
         elif tracer is not None:
             self.kernel_check = f"kernels not traced: {tracer}"
+        status_read = status_write = -1   # the isolation's own report (see isolation.wrap), never the worker's
         if not self.config.trusted:
             reason = isolation.unavailable_reason()
             if reason is None:
                 self.view = self._view(cache, tracer.folders if isinstance(tracer, kernel_trace.Tracer) else ())
-                command = isolation.wrap(command, self.view)
+                status_read, status_write = os.pipe()
+                command = isolation.wrap(command, self.view, status_write)
+                pass_fds.append(status_write)
                 self.isolation = self.view.describe()
             else:
                 self.isolation = f"none: {reason}"
@@ -358,6 +362,8 @@ class Worker:
                 env=env, cwd=self.cwd, start_new_session=True, preexec_fn=_limits)
         finally:
             child.close()
+            if status_write >= 0:
+                os.close(status_write)
             if self.trace is not None:
                 self.trace.handed_over()
         self.sock = parent
@@ -371,7 +377,12 @@ class Worker:
         self._killed_because = ""
         self.baseline_libraries = None
         hello = self.request({"op": "hello"}, self.config.compile_s, "[limits] compile_s")
+        status = isolation.read_status(status_read) if status_read >= 0 else ""
         if not hello.ok:
+            if status.startswith("failed:"):   # the grader's side, not the submission: never "worker crashed"
+                self.kill()
+                return Outcome(False, "isolation", f"the worker could not be isolated ({status[len('failed:'):].strip()}); "
+                                                   f"the submission never ran", self.log_tail())
             return hello
         if self.trace is not None:
             self.kernel_check = (f"kernels traced ({self.trace.status}): only the submission's own may run"
