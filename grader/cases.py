@@ -15,7 +15,7 @@ from typing import Any, Mapping
 from hypothesis import HealthCheck, Phase, Verbosity, settings
 from hypothesis import strategies as st
 
-from grader.dtypes import encode
+from grader.dtypes import encode, value_dtype
 from grader.spec import DimSpec, Spec, dims_label, elements
 
 MAX_SEED = 2**32 - 1
@@ -240,7 +240,7 @@ def draw_values(xp: Any, rs: Any, kind: str, p: Mapping[str, float], shape: tupl
         mask = rs.random_sample(size=shape) < p["fraction"]
         a = xp.where(mask, p["value"], a)
     elif kind == "cauchy":
-        big = float(np.finfo("float32" if dtype == "bfloat16" else dtype).max)
+        big = float(np.finfo(value_dtype(dtype)).max)
         a = xp.clip(p["loc"] + p["scale"] * rs.standard_cauchy(size=shape), -big, big)
     elif kind == "row_constant":
         lead = tuple(shape[:-1]) + (1,) if shape else ()

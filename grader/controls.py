@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from grader.cases import PROFILES
+from grader.dtypes import E4M3
 from grader.spec import EdgeCase, Spec, elements
 
 CONTROLS = {
@@ -39,10 +40,16 @@ ORDER, PURE, OUTPUTS, SCALARS, CONTROL = {order!r}, {pure!r}, {outputs!r}, {scal
 REDUCED = {reduced!r}  # input -> axes along a dim no output has (a reduction over it)
 BFLOAT16 = {bfloat16!r}  # inputs that may be bfloat16, which arrive as uint16 bits
 BFLOAT16_OUT = {bfloat16_out!r}  # outputs that may be bfloat16: written as uint16 bits
+FP8_E4M3 = {fp8!r}  # inputs that may be float8_e4m3fn, which arrive as uint8 bits
+_E4M3 = np.array([np.nan if x is None else x for x in {e4m3!r}], dtype=np.float32)   # each e4m3 code's value
 
 
-def _decode(v):
-    return (v.astype(np.uint32) << 16).view(np.float32) if v.dtype == np.uint16 else v
+def _decode(v, name):
+    if name in BFLOAT16 and v.dtype == np.uint16:
+        return (v.astype(np.uint32) << 16).view(np.float32)
+    if name in FP8_E4M3 and v.dtype == np.uint8:
+        return _E4M3[v]
+    return v
 
 
 def _cast(values, arr, name):
@@ -66,7 +73,7 @@ def _inputs(named):
             if CONTROL == "low_precision" and isinstance(v, float):
                 v = float(np.float16(v))
         else:
-            v = np.array(_decode(v) if n in BFLOAT16 else v, copy=True)
+            v = np.array(_decode(v, n), copy=True)
             if CONTROL == "low_precision" and v.dtype.kind == "f":
                 v = v.astype(np.float16).astype(v.dtype)
             if CONTROL == "multiple_of_256":
@@ -149,7 +156,9 @@ def write_control(spec: Spec, name: str, folder: Path) -> Path:
         outputs=[t.name for t in spec.outputs], scalars=[s.name for s in spec.scalars],
         reduced=reduced_axes(spec),
         bfloat16=[t.name for t in spec.inputs if "bfloat16" in spec.dtypes_of(t)],
-        bfloat16_out=[t.name for t in spec.outputs if "bfloat16" in spec.dtypes_of(t)]))
+        bfloat16_out=[t.name for t in spec.outputs if "bfloat16" in spec.dtypes_of(t)],
+        fp8=[t.name for t in spec.inputs if "float8_e4m3fn" in spec.dtypes_of(t)],
+        e4m3=[None if v != v else float(v) for v in E4M3]))
     return folder
 
 

@@ -9,6 +9,7 @@ The format is documented field by field in ``docs/spec-format.md``.
 """
 from __future__ import annotations
 
+import functools
 import math
 import re
 import tomllib
@@ -19,8 +20,8 @@ from typing import Any, Mapping
 from grader.dtypes import is_float
 from grader.expr import Expr, ExprError
 
-DTYPES = ("float16", "bfloat16", "float32", "float64", "int8", "uint8", "int32", "uint32", "int64")
-BITS_DTYPES = ("bfloat16",)         # stored as raw bits (see grader.dtypes): arrays only, never a scalar
+DTYPES = ("float16", "bfloat16", "float8_e4m3fn", "float32", "float64", "int8", "uint8", "int32", "uint32", "int64")
+BITS_DTYPES = ("bfloat16", "float8_e4m3fn")   # stored as raw bits (see grader.dtypes): arrays only, never a scalar
 INPUT_ONLY_DTYPES: tuple[str, ...] = ()   # dtypes an output may not have (none today: bfloat16 outputs are
                                           # poisoned with a NaN bit pattern and decoded, see grader.compare)
 # FP8 names an output is refused with a reason (they are not in DTYPES for inputs either): e4m3 has a
@@ -68,6 +69,21 @@ class SpecError(ValueError):
         super().__init__(f"{path}: {where}{problem}; fix: {fix}")
 
 
+@functools.lru_cache(maxsize=None)
+def _shape_expr(source: str) -> Expr:
+    return Expr(source)
+
+
+def shape_extent(source: str, dims: Mapping[str, int]) -> int:
+    """The value of shape entry ``source``, an expression of the dims, for ``dims`` (see
+    :meth:`TensorSpec.concrete_shape`). Raises ValueError unless it is an int >= 1."""
+    value = _shape_expr(source).evaluate(dims)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"shape entry {source!r} is {value!r} for {dict(dims)}: an extent must be an int >= 1 "
+                         "(use // or ceil(), not /)")
+    return value
+
+
 @dataclass(frozen=True)
 class TensorSpec:
     """One array argument of ``solve``: name, dtype (a numpy name or a type variable of ``[types]``)
@@ -80,7 +96,14 @@ class TensorSpec:
     offset: str | int = 0
 
     def concrete_shape(self, dims: Mapping[str, int]) -> tuple[int, ...]:
-        return tuple(dims[s] if isinstance(s, str) else s for s in self.shape)
+        """The extents for ``dims``: a dim name gives its value, an int itself, an expression of the
+        dims (``"K // 128"``, ``"ceil(N / 128)"``) its value, which must be a positive int.
+
+        Raises:
+            ValueError: an expression gives a float or a value below 1 for these dims.
+        """
+        return tuple(s if isinstance(s, int) else dims[s] if s in dims else shape_extent(s, dims)
+                     for s in self.shape)
 
     def concrete_dtype(self, types: Mapping[str, str]) -> str:
         return types.get(self.dtype, self.dtype)
@@ -335,6 +358,7 @@ def _closest(word: str, known) -> str | None:  # type: ignore[no-untyped-def]
 class _Parser:
     def __init__(self, path: Path, raw: dict[str, Any]):
         self.path, self.raw = path, raw
+        self.dim_lows: dict[str, int] = {}   # each dim's smallest allowed value (set by parse)
 
     def err(self, fld: str, problem: str, fix: str) -> SpecError:
         return SpecError(self.path, fld, problem, fix)
@@ -424,6 +448,7 @@ class _Parser:
 
         dims, constraints = self.dims()
         dim_names = {d.name for d in dims}
+        self.dim_lows = {d.name: -(-d.min // d.multiple_of) * d.multiple_of for d in dims}
         types = self.type_vars()
         inputs, outputs, scalars, order = self.signature(dim_names, types)
         values = self.values(inputs, outputs, scalars, types)
@@ -577,7 +602,7 @@ class _Parser:
             self.only(t, f, ("name", "dtype", "shape", "offset") + (("inplace",) if outputs else ()))
             name = self.get(t, f, "name", str)
             dtype = self.get(t, f, "dtype", str)
-            if outputs and FP8_RE.match(dtype):
+            if outputs and any(FP8_RE.match(d) for d in types.get(dtype, (dtype,))):
                 raise self.err(f, f"dtype {dtype!r} cannot be an output's: FP8 e4m3 has no NaN code to spare for "
                                "the poison that marks unwritten elements (its only NaN is S.1111.111)",
                                "make the output bfloat16, float16 or float32")
@@ -594,12 +619,34 @@ class _Parser:
                                "declare the offset as a dim, e.g. [dims.ox] min = 0, max = 3")
             shape = self.get(t, f, "shape", list)
             for s in shape:
-                if isinstance(s, str) and s not in dim_names:
+                if isinstance(s, str) and s.isidentifier() and s not in dim_names:
                     raise self.err(f, f"shape uses {s!r}, which is not a dim", f"declare [dims.{s}] or use {sorted(dim_names)}")
-                if not isinstance(s, (str, int)) or isinstance(s, bool) or (isinstance(s, int) and s < 1):
-                    raise self.err(f, f"shape entry {s!r} is neither a dim name nor a positive int", "fix the shape")
+                if isinstance(s, str) and not s.isidentifier():
+                    self.shape_expression(s, f, dim_names)
+                elif not isinstance(s, (str, int)) or isinstance(s, bool) or (isinstance(s, int) and s < 1):
+                    raise self.err(f, f"shape entry {s!r} is neither a dim name, an expression of dims nor a "
+                                      "positive int", "fix the shape")
             out.append(TensorSpec(name, dtype, tuple(shape), inplace, offset))
         return tuple(out)
+
+    def shape_expression(self, source: str, fld: str, dim_names: set[str]) -> None:
+        """Check a shape entry that is an expression of dims: it parses, names dims only and gives an
+        int (not a float) at the dims' smallest values (SpecError otherwise)."""
+        try:
+            expr = _shape_expr(source)
+        except ExprError as exc:
+            raise self.err(fld, f"shape entry {source!r} is not an expression of dims ({exc})",
+                           'write e.g. "K // 128" or "ceil(N / 128)"') from None
+        unknown = sorted(expr.names - dim_names)
+        if unknown:
+            raise self.err(fld, f"shape entry {source!r} uses {unknown}, which are not dims",
+                           f"use only dims ({sorted(dim_names)})")
+        try:
+            shape_extent(source, {d: self.dim_lows.get(d, 1) for d in dim_names})
+        except (ValueError, ZeroDivisionError, OverflowError) as exc:
+            raise self.err(fld, f"shape entry {source!r} at the dims' smallest values: {exc}",
+                           'make it an int >= 1 for every allowed dim, e.g. "K // 128" with K a multiple of 128, '
+                           'or "ceil(N / 128)"') from None
 
     def signature(self, dim_names: set[str], types: Mapping[str, tuple[str, ...]]) -> tuple[
             tuple[TensorSpec, ...], tuple[TensorSpec, ...], tuple[ScalarSpec, ...], tuple[str, ...]]:
