@@ -474,7 +474,10 @@ def strip_comments(text: str, name: str) -> str:
 def _strip_python_prose(text: str) -> str:
     import io
     import tokenize
-    lines = text.splitlines(keepends=True)
+    # the lines exactly as the tokenizer numbers them (split at "\n" only): str.splitlines also
+    # splits at \x0b, \x1c, \u2028, ..., which shifted every later comment span onto code and
+    # blanked a forbidden call (red-team pass 16)
+    lines = io.StringIO(text).readlines()
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
     except (tokenize.TokenError, SyntaxError):

@@ -825,3 +825,21 @@ def test_a_submission_folder_that_cannot_be_walked_safely_is_refused(tmp_path, m
         (sub / f"n{i}.txt").write_text("")
     kind, message = static.static_check(spec, sub)
     assert kind == "bad_submission" and "more than 5 files and folders" in message
+
+
+@pytest.mark.parametrize("separator", ["\x1c", "\x0b", "\x0c", "\u2028", "\x85"])
+def test_a_line_separator_in_a_comment_does_not_hide_a_forbidden_call(tmp_path, separator):
+    """Red-team pass 16: comments were blanked on str.splitlines' lines (which also split at \\x1c,
+    \\x0b, \\u2028, ...) at the tokenizer's row numbers (split at "\\n" only), so a comment holding
+    such a character shifted the next comment's span onto the line of code between them."""
+    import shutil
+    from grader.spec import load_spec
+    from grader.static import static_check, strip_comments
+    text = f"import cupy\n# {separator}\ny = lambda a, b: cupy.matmul(a, b)\n# {'x' * 60}\n"
+    assert "cupy.matmul(a, b)" in strip_comments(text, "solution.py")
+    root = Path(__file__).resolve().parents[1]
+    sub = tmp_path / "sub"
+    shutil.copytree(root / "student_template" / "ex09_gemm_naive", sub)
+    (sub / "solution.py").write_text((sub / "solution.py").read_text() + "\n" + text)
+    kind, message = static_check(load_spec(root / "exercises" / "ex09_gemm_naive" / "spec.toml"), sub)
+    assert kind == "forbidden" and "matmul" in message, message
