@@ -16,6 +16,9 @@ EXIT_OK = 0            # graded (and at or above --fail-under) / the check passe
 EXIT_BELOW = 1         # graded, below --fail-under / the check found problems
 EXIT_NOT_GRADED = 3    # the submission could not be graded (missing files, compile error, bad solve)
 EXIT_ERROR = 4         # grader or environment error (no GPU, broken spec, time limit, internal error)
+# Reasons a grade ends "not graded" that are the machine's, not the submission's: exit 4, and the
+# result is an error in every format (no score, a batch grades the pair again)
+MACHINE_KINDS = ("no_gpu", "no_isolation")
 EXIT_CODES_HELP = """\b
 Exit codes of `grade EXERCISE` and `grade batch`:
   0  grading completed (score at or above --fail-under)
@@ -245,8 +248,10 @@ root_option = click.option("--root", type=click.Path(file_okay=False),
                            help="Course folder (default: found from the current folder).")
 
 
-class GradeTimeout(Exception):
-    """The whole grade ran past --time-limit."""
+class GradeTimeout(BaseException):
+    """The whole grade ran past --time-limit. A BaseException, so that no ``except Exception`` on the
+    way (device detection, hypothesis's runner, a cleanup) swallows it and lets the grade run on
+    unbounded (red-team pass 16)."""
 
 
 def _on_alarm(signum, frame):  # noqa: ANN001
@@ -523,6 +528,9 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
     progress.done()
+    if result.status != "graded" and result.reason_kind in MACHINE_KINDS:   # no score in any format
+        _emit_error(fmt, output, json_out, ex.name, str(sub), result.reason_kind, result.reason, EXIT_ERROR,
+                    spec.total_points)
     if tools and sanitizer is not None:
         sys.exit(_sanitize_after(spec, ex.spec_path, sub, result, tools, sanitizer, fmt, output, json_out,
                                  mode, seed, secret, case_token))
@@ -767,8 +775,8 @@ def sanitize_text(reports) -> list[str]:  # type: ignore[no-untyped-def]
 
 
 def _exit_code(result, fail_under: float | None) -> int:  # type: ignore[no-untyped-def]
-    if result.status != "graded":   # "no_gpu", "no_isolation": the machine's problem, not the submission's
-        return EXIT_ERROR if result.reason_kind in ("no_gpu", "no_isolation") else EXIT_NOT_GRADED
+    if result.status != "graded":
+        return EXIT_ERROR if result.reason_kind in MACHINE_KINDS else EXIT_NOT_GRADED
     if fail_under is not None and result.score.total < fail_under:
         return EXIT_BELOW
     return EXIT_OK

@@ -188,6 +188,7 @@ class Grader:
         self.worker = self._worker(self.submission, trusted=not options.isolate)
         self.t0 = time.perf_counter()
         self.budget_spent = False   # correctness stopped early: the case share of total_s ran out
+        self.isolation_failure: Outcome | None = None   # a restart of the worker could not be isolated
         self.gpu_sharers: set[str] = set()   # "PID NAME" of other processes on the GPU when it stayed busy
 
     def hidden_folders(self) -> tuple[str, ...]:
@@ -242,6 +243,8 @@ class Grader:
         base = dict(token=case.token, description=case.describe(self.spec), origin=case.origin, size=case.size())
         start = self.worker.ensure()
         if not start.ok:
+            if start.kind == "isolation":   # the machine's: ends the grade "not graded" (see grade())
+                self.isolation_failure = start
             return CaseResult(status=start.kind, message=start.message, **base)
         inst = Instance(self.spec, self.backend, self.oracle, case)
         try:
@@ -288,8 +291,8 @@ class Grader:
         or when the exercise's time budget is spent."""
         timeouts = sum(r.status == "timeout" for r in results)
         failures = sum(not r.passed for r in results)
-        if any(r.status in REFUSED_KINDS for r in results):   # the same on every case: one says it
-            return True
+        if any(r.status in REFUSED_KINDS for r in results) or self.isolation_failure is not None:
+            return True   # the same on every case: one says it
         if time.perf_counter() > self.t0 + self.spec.limits.total_s * CASE_BUDGET_SHARE:
             self.budget_spent = True
             return True
@@ -494,6 +497,12 @@ class Grader:
         self.worker.close()
 
 
+def isolation_failed_text(outcome: Outcome) -> str:
+    """The reason of a grade ended by a worker that could not be isolated: the machine's problem."""
+    return (f"{outcome.message}; this is the grading machine's problem, not the submission's: check that user and "
+            f"mount namespaces work here (unshare --user --map-root-user --mount true) and grade again")
+
+
 def _not_graded(spec: Spec, submission: Path, options: GradeOptions, kind: str, reason: str,
                 device: DeviceInfo | None, started: str, t0: float, cases: Sequence[CaseResult] = (),
                 kernels: Sequence[dict[str, Any]] = ()) -> GradeResult:
@@ -563,8 +572,7 @@ def grade(spec: Spec, submission: Path, options: GradeOptions, backend: Backend,
                                    f"runs NumPy submissions only, without a GPU: grade this one on a machine with a "
                                    f"GPU, or check it here with --compile-only", device, started, t0)
             if start.kind == "isolation":   # the machine's: exit 4, as a grade that could not start
-                return _not_graded(spec, submission, options, "no_isolation", f"{start.message}; fix: see the "
-                                   f"worker log below, or grade with the result files in a folder of their own",
+                return _not_graded(spec, submission, options, "no_isolation", isolation_failed_text(start),
                                    device, started, t0)
             return _not_graded(spec, submission, options, start.kind, text, device, started, t0)
         raw_kernels = start.data.get("kernels", ())
@@ -572,6 +580,9 @@ def grade(spec: Spec, submission: Path, options: GradeOptions, backend: Backend,
         listed = len(raw_kernels) if isinstance(raw_kernels, (list, tuple)) else int(bool(raw_kernels))
         kernels_dropped = listed - len(kernels)
         cases = g.correctness()
+        if g.isolation_failure is not None:   # a restart after a fault could not be isolated: no verdict
+            return _not_graded(spec, submission, options, "no_isolation", isolation_failed_text(g.isolation_failure),
+                               device, started, t0)
         untraced = g.untraced_own_work(cases)
         if untraced:
             cases.append(untraced)

@@ -455,12 +455,15 @@ def test_a_worker_that_cannot_be_isolated_is_not_graded_with_exit_4(runner, tmp_
         return supervisor.Outcome(False, "isolation", "the worker could not be isolated (mount: denied); "
                                                       "the submission never ran")
     monkeypatch.setattr(supervisor.Worker, "ensure", ensure)
-    json_path = tmp_path / "r.json"
-    out = runner.invoke(cli.main, ["90", "--root", str(COURSE), "--backend", "host", "--json", str(json_path)])
+    json_path, gradescope = tmp_path / "r.json", tmp_path / "results.json"
+    out = runner.invoke(cli.main, ["90", "--root", str(COURSE), "--backend", "host", "--json", str(json_path),
+                                   "--format", "gradescope", "--output", str(gradescope)])
     assert out.exit_code == cli.EXIT_ERROR, out.output
-    data = json.loads(json_path.read_text())
-    assert data["status"] == "not_graded" and data["reason_kind"] == "no_isolation", data
-    assert "could not be isolated (mount: denied)" in data["reason"]
+    data = json.loads(json_path.read_text())   # an error in every format: no score (red-team pass 16)
+    assert data["status"] == "error" and data["reason_kind"] == "no_isolation" and data["score"]["total"] is None
+    assert "could not be isolated (mount: denied)" in data["reason"] and "machine's problem" in data["reason"]
+    gs = json.loads(gradescope.read_text())
+    assert "score" not in gs and "NOT GRADED" in gs["output"] and "could not be isolated" in gs["output"], gs
 
 
 def test_a_result_path_that_is_a_link_is_judged_by_its_own_folder_too(runner, tmp_path):

@@ -827,6 +827,60 @@ def test_a_submission_folder_that_cannot_be_walked_safely_is_refused(tmp_path, m
     assert kind == "bad_submission" and "more than 5 files and folders" in message
 
 
+UNMOUNT = '''
+import ctypes, os
+def solve(a, b, c):
+    course = os.environ["COURSE_UNDER_TEST"]
+    libc = ctypes.CDLL(None, use_errno=True)
+    rc = libc.umount2(course.encode(), 2)          # MNT_DETACH: lift the tmpfs that hides the course
+    err = ctypes.get_errno()
+    raise RuntimeError(f"umount={rc} errno={err} seen={sorted(os.listdir(course))}")
+'''
+
+
+def test_the_worker_cannot_lift_the_mounts_that_hide_the_course(tmp_path, arrays, monkeypatch):
+    """Step 4 of the isolation (now in the isolation's own process, isolation.enter_nested_namespaces):
+    the worker runs in a nested user and mount namespace, where the hiding tmpfs is locked."""
+    from grader.sandbox import isolation
+    if isolation.unavailable_reason():
+        pytest.skip(isolation.unavailable_reason())
+    course = tmp_path / "course"
+    (course / "solutions").mkdir(parents=True)
+    (course / "solutions" / "secret.py").write_text("x = 1\n")
+    (course / "students").mkdir()
+    sub = make_submission(course / "students", UNMOUNT, name="bob")
+    monkeypatch.setenv("COURSE_UNDER_TEST", str(course))
+    w = Worker(WorkerConfig("host", sub, (), ("a", "b", "c"), 20.0, 5.0, hide=(str(course),)))
+    try:
+        assert w.ensure().ok, w.log_tail()
+        out = run(w, arrays)
+        assert "umount=-1" in out.message and "seen=['students']" in out.message, out.message
+    finally:
+        w.close()
+
+
+def test_a_restart_that_cannot_be_isolated_ends_the_grade_not_graded(tmp_path, monkeypatch):
+    """Red-team pass 16: a worker restarted after a fault whose isolation failed gave a case status
+    "isolation" counted as the student's failure (graded, 0 points); it ends the grade now."""
+    from grader.cases import PROFILES
+    from grader.sandbox import supervisor
+    from grader.spec import load_spec
+    from tests.conftest import FIXTURES, grade_folder
+    real, calls = supervisor.Worker.ensure, []
+
+    def ensure(self):  # noqa: ANN001, ANN202
+        if self.config.trusted or not calls:
+            calls.append(1)
+            return real(self)
+        return supervisor.Outcome(False, "isolation", "the worker could not be isolated (x); the submission never ran")
+    monkeypatch.setattr(supervisor.Worker, "ensure", ensure)
+    spec = load_spec(FIXTURES / "course" / "exercises" / "ex90_add" / "spec.toml")
+    r = grade_folder(spec, FIXTURES / "course" / "solutions" / "ex90_add", backend="host", benchmark=False,
+                     profile=PROFILES["quick"])
+    assert r.status == "not_graded" and r.reason_kind == "no_isolation", (r.status, r.reason)
+    assert "machine's problem" in r.reason
+
+
 @pytest.mark.parametrize("separator", ["\x1c", "\x0b", "\x0c", "\u2028", "\x85"])
 def test_a_line_separator_in_a_comment_does_not_hide_a_forbidden_call(tmp_path, separator):
     """Red-team pass 16: comments were blanked on str.splitlines' lines (which also split at \\x1c,

@@ -11,8 +11,8 @@ the worker's Python starts, this module's :func:`main`:
    with exercises/, solutions/ and calibration/; the reference solution; in batch, the folder of
    every student's submissions; CuPy's shared kernel cache, which holds the reference's binaries);
 3. binds the kept folders back at their own paths, inside those tmpfs mounts;
-4. enters a second, nested user and mount namespace and runs the worker there: the mounts made in
-   step 2 are then locked (mount_namespaces(7): mounts that come as a unit from a more privileged
+4. enters a second, nested user and mount namespace (in its own process, :func:`enter_nested_namespaces`)
+   and execs the worker there: the mounts made in step 2 are then locked (mount_namespaces(7): mounts that come as a unit from a more privileged
    mount namespace cannot be unmounted one by one), so the worker cannot lift a tmpfs to look
    underneath.
 
@@ -174,24 +174,58 @@ def _report(fd: int, text: str) -> None:
             os.close(fd)
 
 
+def enter_nested_namespaces() -> None:
+    """Step 4 of the module docstring, in this process: new user and mount namespaces, root mapped
+    to this namespace's root (what ``unshare --user --map-root-user --mount`` does), so the mounts
+    of step 2 are locked for what runs next. In-process, so that :func:`main` reports "ok" only once
+    every step has worked. Raises OSError."""
+    import ctypes
+    clone_newuser, clone_newns = 0x10000000, 0x00020000     # <linux/sched.h>
+    uid, gid = os.getuid(), os.getgid()
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(clone_newuser | clone_newns) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"unshare(CLONE_NEWUSER | CLONE_NEWNS): {os.strerror(err)}")
+    for name, text in (("setgroups", "deny"), ("uid_map", f"0 {uid} 1"), ("gid_map", f"0 {gid} 1")):
+        with open(f"/proc/self/{name}", "w") as f:
+            f.write(text)
+
+
+def _remove_stage(stage: Path) -> None:
+    """Remove the stage's empty points and the stage itself with rmdir only: a point still mounted
+    (its unmount failed) is refused, never emptied through its read-write bind (red-team pass 16)."""
+    for point in stage.iterdir() if stage.is_dir() else ():
+        try:
+            os.rmdir(point)
+        except OSError:
+            pass
+    try:
+        os.rmdir(stage)
+    except OSError:
+        pass
+
+
 def main(argv: list[str]) -> None:
     """``python -m grader.sandbox.isolation VIEW_JSON STATUS_FD -- COMMAND...`` (see :func:`wrap`);
-    exits 121 when the view cannot be built."""
+    exits 121 when the view cannot be built or the nested namespaces entered."""
     view = View.from_json(argv[0])
     sep = argv.index("--")
     status_fd = int(argv[1]) if sep == 2 else -1
     command = argv[sep + 1:]
+    stage = None
     try:
         stage = stage_folder(view)
         build(view, stage)
-        shutil.rmtree(stage, ignore_errors=True)   # only once build has unmounted its staging points
+        _remove_stage(stage)
+        enter_nested_namespaces()
     except Exception as exc:   # noqa: BLE001 - any failure to build the view is the grader's side
+        if stage is not None:
+            _remove_stage(stage)
         _report(status_fd, f"failed: {exc}")
         print(f"grader isolation failed: {exc}", file=sys.stderr, flush=True)
         sys.exit(121)
     _report(status_fd, "ok")
-    unshare = tool("unshare") or "unshare"
-    os.execv(unshare, [unshare, "--user", "--map-root-user", "--mount", "--", *command])
+    os.execv(command[0], command)
 
 
 if __name__ == "__main__":

@@ -360,6 +360,10 @@ class Worker:
                 command, stdin=subprocess.DEVNULL, stdout=self._log[1], stderr=subprocess.STDOUT,
                 pass_fds=tuple(pass_fds),
                 env=env, cwd=self.cwd, start_new_session=True, preexec_fn=_limits)
+        except BaseException:
+            if status_read >= 0:
+                os.close(status_read)
+            raise
         finally:
             child.close()
             if status_write >= 0:
@@ -376,13 +380,17 @@ class Worker:
             _NOTED[pid] = watch.NotedProcess(pid, label, {pid: replace(inherited, tid=pid)})
         self._killed_because = ""
         self.baseline_libraries = None
-        hello = self.request({"op": "hello"}, self.config.compile_s, "[limits] compile_s")
-        status = isolation.read_status(status_read) if status_read >= 0 else ""
+        try:
+            hello = self.request({"op": "hello"}, self.config.compile_s, "[limits] compile_s")
+        finally:
+            status = isolation.read_status(status_read) if status_read >= 0 else "ok"
         if not hello.ok:
-            if status.startswith("failed:"):   # the grader's side, not the submission: never "worker crashed"
+            if status != "ok":   # the isolation did not finish (no submission code has run): never "worker crashed"
                 self.kill()
-                return Outcome(False, "isolation", f"the worker could not be isolated ({status[len('failed:'):].strip()}); "
-                                                   f"the submission never ran", self.log_tail())
+                why = status[len("failed:"):].strip() if status.startswith("failed:") else (
+                    f"it stopped before reporting: {hello.message}")
+                return Outcome(False, "isolation", f"the worker could not be isolated ({why}); the submission never "
+                                                   f"ran", self.log_tail())
             return hello
         if self.trace is not None:
             self.kernel_check = (f"kernels traced ({self.trace.status}): only the submission's own may run"
