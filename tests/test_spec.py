@@ -231,7 +231,7 @@ ERRORS = [
      "unknown name(s) ['depth']"),
     ("unknown-dim-in-shape", 'shape = ["cols"]', 'shape = ["colz"]', "signature.inputs[1]", "shape uses 'colz'"),
     ("non-positive-shape-entry", 'shape = ["cols"]', "shape = [0]", "signature.inputs[1]",
-     "neither a dim name nor a positive int"),
+     "neither a dim name, an expression of dims nor a positive int"),
     ("unsupported-dtype", '{ name = "y", dtype = "float32"', '{ name = "y", dtype = "complex64"',
      "signature.outputs[0]", "dtype 'complex64' is not supported"),
     ("bfloat16-output-without-its-tolerance", '{ name = "y", dtype = "float32"', '{ name = "y", dtype = "bfloat16"',
