@@ -35,6 +35,9 @@ _CMPOPS = {
 }
 
 
+MAX_EXPONENT = 1024   # the largest exponent of ** an expression may use (2**40 and the like are fine)
+
+
 class ExprError(ValueError):
     """An expression is malformed or uses a name or construct that is not allowed."""
 
@@ -53,6 +56,8 @@ class Expr:
             self._tree = ast.parse(source, mode="eval").body
         except SyntaxError as exc:
             raise ExprError(f"cannot parse {source!r}: {exc.msg}") from None
+        except (RecursionError, MemoryError):   # thousands of nested operators
+            raise ExprError(f"cannot parse {source[:60]!r}...: nested too deeply") from None
         self.names: frozenset[str] = frozenset()
         self.calls: frozenset[str] = frozenset()
         names, calls = set(), set()
@@ -96,7 +101,10 @@ def _eval(node: ast.AST, env: Mapping[str, Any], funcs: Mapping[str, Callable], 
             raise ExprError(f"{src!r}: unknown name {node.id!r} (known: {', '.join(sorted(env))})")
         return env[node.id]
     if isinstance(node, ast.BinOp):
-        return _BINOPS[type(node.op)](_eval(node.left, env, funcs, src), _eval(node.right, env, funcs, src))
+        left, right = _eval(node.left, env, funcs, src), _eval(node.right, env, funcs, src)
+        if isinstance(node.op, ast.Pow) and abs(right) > MAX_EXPONENT:   # 9**9**9 would run for minutes
+            raise ExprError(f"{src!r}: an exponent of {right} is beyond {MAX_EXPONENT}")
+        return _BINOPS[type(node.op)](left, right)
     if isinstance(node, ast.UnaryOp):
         val = _eval(node.operand, env, funcs, src)
         if isinstance(node.op, ast.USub):

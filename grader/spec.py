@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from grader.dtypes import is_float
+from grader.dtypes import is_float, storage_dtype
 from grader.expr import Expr, ExprError
 
 DTYPES = ("float16", "bfloat16", "float8_e4m3fn", "float32", "float64", "int8", "uint8", "int32", "uint32", "int64")
@@ -69,18 +69,29 @@ class SpecError(ValueError):
         super().__init__(f"{path}: {where}{problem}; fix: {fix}")
 
 
+MAX_EXTENT = 2**40   # the largest value a shape expression may give
+
+
 @functools.lru_cache(maxsize=None)
 def _shape_expr(source: str) -> Expr:
     return Expr(source)
 
 
+def shape_expressions(tensors: tuple["TensorSpec", ...]) -> tuple[str, ...]:
+    """The shape entries of ``tensors`` that are expressions of dims (not a dim name or an int)."""
+    return tuple(dict.fromkeys(s for t in tensors for s in t.shape if isinstance(s, str) and not s.isidentifier()))
+
+
 def shape_extent(source: str, dims: Mapping[str, int]) -> int:
     """The value of shape entry ``source``, an expression of the dims, for ``dims`` (see
     :meth:`TensorSpec.concrete_shape`). Raises ValueError unless it is an int >= 1."""
-    value = _shape_expr(source).evaluate(dims)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"shape entry {source!r} is {value!r} for {dict(dims)}: an extent must be an int >= 1 "
-                         "(use // or ceil(), not /)")
+    try:
+        value = _shape_expr(source).evaluate(dims)
+    except (ArithmeticError, TypeError) as exc:   # a division by zero, ceil(K, K), ...
+        raise ValueError(f"shape entry {source!r} for {dict(dims)}: {type(exc).__name__}: {exc}") from None
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_EXTENT:
+        raise ValueError(f"shape entry {source!r} is {value!r} for {dict(dims)}: an extent must be an int from 1 "
+                         f"to 2**40 (use // or ceil(), not /)")
     return value
 
 
@@ -303,8 +314,14 @@ class Spec:
         """The thresholds for ``arch`` (e.g. "sm_90"), falling back to the spec's defaults."""
         return self.performance.get(arch or "", self.performance["default"])
 
+    @property
+    def shape_expressions(self) -> tuple[str, ...]:
+        """The shape entries of inputs and outputs that are expressions of dims ("K // 128")."""
+        return shape_expressions(self.inputs + self.outputs)
+
     def check_dims(self, dims: Mapping[str, int]) -> str | None:
-        """None when ``dims`` satisfy ranges, multiples and constraints, else the reason."""
+        """None when ``dims`` satisfy ranges, multiples, constraints and every shape expression
+        (each an int from 1 to 2**40), else the reason."""
         for d in self.dims:
             v = dims.get(d.name)
             if v is None:
@@ -316,6 +333,11 @@ class Spec:
         for c in self.constraints:
             if not c.evaluate(dims):
                 return f"constraint {c.source!r} does not hold"
+        for source in self.shape_expressions:   # each an extent >= 1: dims that break one are not allowed
+            try:
+                shape_extent(source, dims)
+            except ValueError as exc:
+                return str(exc)
         return None
 
 
@@ -359,6 +381,7 @@ class _Parser:
     def __init__(self, path: Path, raw: dict[str, Any]):
         self.path, self.raw = path, raw
         self.dim_lows: dict[str, int] = {}   # each dim's smallest allowed value (set by parse)
+        self.shape_sources: tuple[str, ...] = ()   # the shape entries that are expressions (set by parse)
 
     def err(self, fld: str, problem: str, fix: str) -> SpecError:
         return SpecError(self.path, fld, problem, fix)
@@ -451,6 +474,7 @@ class _Parser:
         self.dim_lows = {d.name: -(-d.min // d.multiple_of) * d.multiple_of for d in dims}
         types = self.type_vars()
         inputs, outputs, scalars, order = self.signature(dim_names, types)
+        self.shape_sources = shape_expressions(inputs + outputs)
         values = self.values(inputs, outputs, scalars, types)
         edge_cases = self.edge_cases(dims, constraints, types)
         tolerances, equal_nan = self.tolerances(outputs, dim_names, {t.name for t in inputs}, types)
@@ -587,6 +611,13 @@ class _Parser:
             if (not isinstance(choices, list) or not choices
                     or not all(isinstance(c, str) and c in DTYPES for c in choices)):
                 raise self.err("types", f"{name} must be a non-empty list of dtypes", f"choose from {', '.join(DTYPES)}")
+            stored: dict[str, str] = {}
+            for c in choices:   # solve and the controls tell the choices apart by the array's dtype
+                other = stored.setdefault(storage_dtype(c), c)
+                if other != c:
+                    raise self.err("types", f"{name} offers {other} and {c}, which arrive as the same "
+                                   f"{storage_dtype(c)} array, so solve could not tell them apart",
+                                   "keep one of them, or use two type variables or two exercises")
             out[name] = tuple(choices)
         return out
 
@@ -643,7 +674,7 @@ class _Parser:
                            f"use only dims ({sorted(dim_names)})")
         try:
             shape_extent(source, {d: self.dim_lows.get(d, 1) for d in dim_names})
-        except (ValueError, ZeroDivisionError, OverflowError) as exc:
+        except ValueError as exc:
             raise self.err(fld, f"shape entry {source!r} at the dims' smallest values: {exc}",
                            'make it an int >= 1 for every allowed dim, e.g. "K // 128" with K a multiple of 128, '
                            'or "ceil(N / 128)"') from None
@@ -776,7 +807,7 @@ class _Parser:
         for k in names:
             if not isinstance(data[k], int) or isinstance(data[k], bool):
                 raise self.err(fld, f"{k} = {data[k]!r} is not an integer", "use an integer")
-        probe = Spec.check_dims(_DimsOnly(dims, constraints), data)  # type: ignore[arg-type]
+        probe = Spec.check_dims(_DimsOnly(dims, constraints, self.shape_sources), data)  # type: ignore[arg-type]
         if probe:
             raise self.err(fld, f"{probe}", "choose dims the spec allows")
         return tuple((n, data[n]) for n in names)
@@ -914,6 +945,7 @@ class _Parser:
 class _DimsOnly:
     dims: tuple[DimSpec, ...]
     constraints: tuple[Expr, ...]
+    shape_expressions: tuple[str, ...] = ()
 
 
 def _int_range(dtype: str) -> tuple[int, int]:

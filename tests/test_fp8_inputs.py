@@ -69,13 +69,13 @@ def test_a_shape_entry_may_be_an_expression_of_dims():
     s = next(t for t in spec.inputs if t.name == "s")
     assert s.concrete_shape({"M": 3, "K": 64}) == (3, 16)
     assert TensorSpec("sb", "float32", ("ceil(N / 128)", "K // 128")).concrete_shape({"N": 300, "K": 256}) == (3, 2)
-    with pytest.raises(ValueError, match="must be an int >= 1"):
+    with pytest.raises(ValueError, match="must be an int from 1"):
         TensorSpec("x", "float32", ("N / 2",)).concrete_shape({"N": 4})
 
 
 def _variant(tmp_path, text):
     folder = tmp_path / "ex93_fp8_rowscale"
-    folder.mkdir()
+    folder.mkdir(parents=True)
     (folder / "spec.toml").write_text(text)
     (folder / "reference.py").write_text((SPEC.parent / "reference.py").read_text())
     return folder
@@ -85,7 +85,7 @@ def _variant(tmp_path, text):
     ("K / 4", "an extent must be an int"),
     ("Q // 4", "which are not dims"),
     ("K //", "is not an expression of dims"),
-    ("K // 8 - 1", "an extent must be an int >= 1"),
+    ("K // 8 - 1", "an extent must be an int from 1"),
 ])
 def test_a_bad_shape_expression_is_refused_with_the_field_and_a_fix(tmp_path, entry, message):
     folder = _variant(tmp_path, SPEC.read_text().replace('"K // 4"', f'"{entry}"'))
@@ -136,3 +136,60 @@ def test_the_negative_controls_decode_fp8_inputs_before_the_oracle():
     for name in ("all_zero", "perturbed"):
         assert results[name].ok and results[name].passed is False, (name, results[name].diagnosis)
     assert all(c.ok for c in results.values()), [(c.name, c.diagnosis) for c in results.values() if not c.ok]
+
+
+def test_a_tolerance_expression_sees_the_decoded_values_not_the_codes(tmp_path):
+    """Red-team pass 16: abs_sum(a) in an atol summed the stored e4m3 codes (for codes [62 45 56 65],
+    228 instead of 5.41), so a wrong answer passed; the inputs are decoded for the tolerance now."""
+    from grader.cases import PROFILES
+    from tests.conftest import grade_folder
+    text = SPEC.read_text().replace("rtol = 1e-5\natol = 1e-2", 'rtol = 0\natol = "0.001 * abs_sum(a)"')
+    assert 'abs_sum(a)' in text
+    folder = _variant(tmp_path, text)
+    off = fake(tmp_path, (COURSE / "solutions" / "ex93_fp8_rowscale" / "solution.py").read_text()
+               + "\n_solve = solve\n\ndef solve(a, s, y):\n    _solve(a, s, y)\n    y += 0.2\n", name="off")
+    r = grade_folder(load_spec(folder / "spec.toml"), off, backend="host", benchmark=False, profile=PROFILES["quick"],
+                     case_token="M=1,K=4/a=0,s=0/seed=0")
+    assert len(r.cases) == 1 and not r.cases[0].passed, r.cases
+    assert "atol 0.00541" in r.cases[0].details[0], r.cases[0].details
+
+
+def test_a_type_variable_may_not_offer_two_dtypes_stored_alike(tmp_path):
+    """Red-team pass 16: T = ["uint8", "float8_e4m3fn"] loaded, yet both arrive as uint8 arrays."""
+    text = SPEC.read_text().replace('[signature]', '[types]\nT = ["uint8", "float8_e4m3fn"]\n\n[signature]')
+    text = text.replace('{ name = "a", dtype = "float8_e4m3fn"', '{ name = "a", dtype = "T"')
+    with pytest.raises(SpecError, match="arrive as the same uint8 array"):
+        load_spec(_variant(tmp_path, text) / "spec.toml")
+
+
+@pytest.mark.parametrize("entry, message", [
+    ("min()", "TypeError"),
+    ("ceil(K, K)", "TypeError"),
+    ("-" * 3000 + "K", "nested too deeply"),
+    ("9**9**9 // 9**9**9", "beyond 1024"),
+    ("2**100", "an extent must be an int from 1 to 2\\*\\*40"),
+])
+def test_a_malformed_shape_expression_is_a_spec_error_not_a_traceback_or_a_hang(tmp_path, entry, message):
+    folder = _variant(tmp_path, SPEC.read_text().replace('"K // 4"', f'"{entry}"'))
+    with pytest.raises(SpecError, match=message):
+        load_spec(folder / "spec.toml")
+
+
+def test_dims_that_break_a_shape_expression_are_never_drawn_and_an_edge_case_that_does_is_refused(tmp_path):
+    """Red-team pass 16: "20 - K" is fine at the dims' minimum (K = 4) but not above K = 19; a
+    correct solution was graded 0 ("case generation stopped"). Such dims now count as not allowed,
+    like a constraint: hypothesis never draws them, and an edge case or benchmark with them is a
+    spec error naming it."""
+    from grader.cases import PROFILES
+    from tests.conftest import grade_folder
+    text = SPEC.read_text().replace('"K // 4"', '"20 - K"')
+    with pytest.raises(SpecError, match=r"edge_cases\[1\]"):   # M = 33, K = 64: 20 - 64 < 1
+        load_spec(_variant(tmp_path / "a", text) / "spec.toml")
+    text = text.replace("[[edge_cases]]\nM = 33\nK = 64\n", "").replace("dims = { M = 64, K = 64 }", "dims = { M = 64, K = 16 }")
+    folder = _variant(tmp_path / "b", text)
+    (folder / "reference.py").write_text("def reference(xp, a, s):\n    return a.astype(xp.float64).sum(axis=1) * s[:, 0]\n")
+    spec = load_spec(folder / "spec.toml")
+    sub = fake(tmp_path, "import numpy as np\n\ndef solve(a, s, y):\n    pass\n", name="any")
+    r = grade_folder(spec, sub, backend="host", benchmark=False, profile=PROFILES["quick"])
+    assert r.cases and all(c.status != "grader_error" for c in r.cases), [(c.description, c.message) for c in r.cases]
+    assert all(int(c.token.split("K=")[1].split("/")[0].split(",")[0]) <= 19 for c in r.cases)

@@ -859,6 +859,35 @@ def test_the_worker_cannot_lift_the_mounts_that_hide_the_course(tmp_path, arrays
         w.close()
 
 
+DOTDOT = '''
+import os
+def solve(a, b, c):
+    raise RuntimeError(f"parent={sorted(os.listdir('..'))}")
+'''
+
+
+def test_the_workers_parent_folder_is_hidden_from_it_too(tmp_path, arrays):
+    """Red-team pass 16: the worker's working folder was entered before the hiding mounts, so ".."
+    from it was the real folder underneath: every other worker's folder (the reference's HOME,
+    TMPDIR and kernel cache) and, further up, the whole grader cache."""
+    import uuid
+    from grader.sandbox import isolation
+    if isolation.unavailable_reason():
+        pytest.skip(isolation.unavailable_reason())
+    w = Worker(WorkerConfig("host", make_submission(tmp_path, DOTDOT), (), ("a", "b", "c"), 20.0, 5.0))
+    decoy = None
+    try:
+        assert w.ensure().ok, w.log_tail()
+        decoy = w.cwd.parent / f"decoy-{uuid.uuid4().hex}"
+        decoy.mkdir()
+        out = run(w, arrays)
+        assert "parent=" in out.message and decoy.name not in out.message, out.message
+    finally:
+        w.close()
+        if decoy is not None:
+            decoy.rmdir()
+
+
 def test_a_restart_that_cannot_be_isolated_ends_the_grade_not_graded(tmp_path, monkeypatch):
     """Red-team pass 16: a worker restarted after a fault whose isolation failed gave a case status
     "isolation" counted as the student's failure (graded, 0 points); it ends the grade now."""

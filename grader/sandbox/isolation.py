@@ -217,6 +217,10 @@ def main(argv: list[str]) -> None:
         stage = stage_folder(view)
         build(view, stage)
         _remove_stage(stage)
+        # this process's working folder was entered before the mounts: re-enter it by its path, so
+        # that ".." goes through the hiding tmpfs, not the real folder underneath (the grader cache,
+        # other workers' folders; red-team pass 16)
+        os.chdir(os.getcwd())
         enter_nested_namespaces()
     except Exception as exc:   # noqa: BLE001 - any failure to build the view is the grader's side
         if stage is not None:
