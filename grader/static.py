@@ -479,7 +479,7 @@ def _strip_python_prose(text: str) -> str:
     # blanked a forbidden call (red-team pass 16)
     lines = io.StringIO(text).readlines()
     try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+        tokens = list(tokenize.generate_tokens(iter(lines).__next__))
     except (tokenize.TokenError, SyntaxError):
         return re.sub(r"#[^\n]*", "", text)
     spans = []

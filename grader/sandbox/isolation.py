@@ -11,10 +11,10 @@ the worker's Python starts, this module's :func:`main`:
    with exercises/, solutions/ and calibration/; the reference solution; in batch, the folder of
    every student's submissions; CuPy's shared kernel cache, which holds the reference's binaries);
 3. binds the kept folders back at their own paths, inside those tmpfs mounts;
-4. enters a second, nested user and mount namespace (in its own process, :func:`enter_nested_namespaces`)
-   and execs the worker there: the mounts made in step 2 are then locked (mount_namespaces(7): mounts that come as a unit from a more privileged
-   mount namespace cannot be unmounted one by one), so the worker cannot lift a tmpfs to look
-   underneath.
+4. enters a second, nested user and mount namespace (in its own process,
+   :func:`enter_nested_namespaces`) and execs the worker there: the mounts made in step 2 are then
+   locked (mount_namespaces(7): mounts that come as a unit from a more privileged mount namespace
+   cannot be unmounted one by one), so the worker cannot lift a tmpfs to look underneath.
 
 CUDA works in such namespaces and so does CUDA IPC between the grader and the worker (checked on
 the H200, 2026-12-01; a PID namespace breaks CUDA IPC, so there is none). Not covered: a worker
