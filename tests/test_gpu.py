@@ -169,6 +169,22 @@ def test_ex12_without_tensor_core_instructions_gets_no_performance_points() -> N
     assert any("required_ptx" in f for f in r.flags)
 
 
+def test_ex12_reference_on_ex13_is_correct_and_scores_no_performance_points(tmp_path) -> None:
+    """The ladder below ex13: ex12's reference (mma.sync; copied in from solutions/, wrapped for the
+    TN layout and the half-precision output by the fixture) is correct, and without wgmma in its
+    PTX it keeps none of ex13's performance points. Its ratios go to the log for the README."""
+    import shutil
+    folder = tmp_path / "ex13_gemm_hopper_mmasync"
+    shutil.copytree(FIXTURES / "gpu" / "ex13_gemm_hopper_mmasync", folder)
+    shutil.copy(ROOT / "solutions" / "ex12_gemm_tensorcore" / "kernel.cu", folder / "kernel.cu")
+    shutil.copy(ROOT / "solutions" / "ex12_gemm_tensorcore" / "solution.py", folder / "ex12_solution.py")
+    name = "ex13_gemm_hopper"
+    r = grade_folder(_without_8192_cubed(name), folder, reference=ROOT / "solutions" / name)
+    print(f"LADDER ex13_gemm_hopper_mmasync: ratios {({b.name: round(b.ratio, 3) for b in r.benchmarks})}")
+    assert r.correct, r.smallest_failure
+    assert r.score.performance == 0 and "required_ptx" in r.score.note
+
+
 def test_a_wmma_submission_is_own_and_correct_in_grading() -> None:
     """<mma.h> compiles in grading, its code (inlined from CUDA's crt/ headers, possibly from the
     folder grader.static.crt_include_folder adds) counts as the submission's own in the worker as

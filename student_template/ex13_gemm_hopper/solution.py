@@ -1,4 +1,7 @@
-"""ex13_gemm_hopper -- DRAFT reference solution (correct on an H200, not yet timed; see ../README.md).
+"""ex13_gemm_hopper -- student template.
+
+The host side below is complete (padding, tensor maps, the persistent launch): write the
+kernel body in kernel.cu (README.md, hints in order).
 
 c = a b^T: a (M, K) and b (N, K) row-major (both K-major, "TN"), float16, or bfloat16 given as
 uint16 arrays of bf16 bit patterns (CuPy has no bfloat16 dtype); c (M, N) in the inputs' dtype.
@@ -16,7 +19,7 @@ What solve does on the host, per call:
 - a persistent grid of min(#SMs, #tiles) CTAs of 384 threads.
 
 Knobs (module constants): _GROUP_M (tile rows per group of the tile order); _MAX_CTAS (caps the
-persistent grid, so small shapes give each CTA several tiles: verify.py uses it).
+persistent grid, so small shapes give each CTA several tiles: benchmarks/verify_ex13.py uses it).
 """
 import cupy as cp
 import numpy as np
@@ -40,7 +43,7 @@ def _cdiv(a, b):
     return -(-a // b)
 
 
-# ---- index math (replayed on the CPU by tests/test_ex13_draft.py) ----------------------------
+# ---- index math (replayed on the CPU by tests/test_ex13_host.py) ----------------------------
 
 def _tile_coords(t, tiles_m, tiles_n, group_m):
     """(tile row, tile column) of tile t in the grouped order: groups of group_m tile rows walked
@@ -79,7 +82,7 @@ def _tensor_map(arr, kind, box_rows, box_cols):
 
 def _load_module():
     """kernel.cu compiled for the spec's [features] arch (sm_90a), which the grader's worker sets
-    through grader.kernel.configure before the submission runs (verify.py sets it itself)."""
+    through grader.kernel.configure before the submission runs (benchmarks/verify_ex13.py sets it itself)."""
     return load("kernel.cu")
 
 

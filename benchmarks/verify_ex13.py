@@ -1,14 +1,15 @@
-"""GPU check of the ex13 draft, outside the grader (which cannot grade it yet: README.md).
+"""GPU check of the ex13 reference solution outside the grader: compile, resources, correctness on
+the shapes below (with a 3-CTA grid too), and its speed beside cuBLAS (cupy.matmul and torch.matmul).
 
-    python drafts/ex13_gemm_hopper/verify.py            # compile, resources, correctness (f16, bf16)
-    python drafts/ex13_gemm_hopper/verify.py --bench    # ... then timings against cuBLAS fp16
-    python drafts/ex13_gemm_hopper/verify.py --shapes 128x256x64    # one shape, both dtypes
-    compute-sanitizer --tool memcheck python drafts/ex13_gemm_hopper/verify.py --no-pool --shapes 17x17x17
+    python benchmarks/verify_ex13.py          # compile, resources, correctness (f16, bf16)
+    python benchmarks/verify_ex13.py --bench  # ... then timings against cuBLAS fp16
+    python benchmarks/verify_ex13.py --shapes 128x256x64    # one shape, both dtypes
+    compute-sanitizer --tool memcheck python benchmarks/verify_ex13.py --no-pool --shapes 17x17x17
 
-Correctness uses the draft spec's bound (spec.toml [tolerance.*]) against a float64 product on the
-GPU, with the output poisoned (NaN) before each call and guard zones around it. Written without a
-GPU; first run on an H200 on 2026-12-02 (README.md). It stops at the first failing shape (in order: one tile, one tile with several
-K tiles, several tiles, tails, larger).
+Correctness uses the spec's bound (exercises/ex13_gemm_hopper/spec.toml [tolerance.*]) against a float64 product on the
+GPU, with the output poisoned (NaN) before each call and guard zones around it. It stops at the
+first failing shape (in order: one tile, one tile with several K tiles, several tiles, tails,
+larger). Results on the H200: benchmarks/RESULTS.md.
 """
 import argparse
 import importlib.util
@@ -19,8 +20,9 @@ from pathlib import Path
 import cupy as cp
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parents[1]))   # the repository root: solution.py imports grader.kernel
+ROOT = Path(__file__).resolve().parents[1]
+EXERCISE = ROOT / "exercises" / "ex13_gemm_hopper"
+sys.path.insert(0, str(ROOT))   # the repository root: solution.py imports grader.kernel
 GUARD = 4096     # elements of guard zone before and after c
 
 
@@ -35,9 +37,9 @@ def _load(name, path):
 from grader import kernel as _gk  # noqa: E402
 from grader.spec import load_spec  # noqa: E402
 
-_spec = load_spec(HERE / "spec.toml")
+_spec = load_spec(EXERCISE / "spec.toml")
 _gk.configure(_spec.compile_options, _spec.arch)
-sol = _load("ex13_solution", HERE / "solution" / "solution.py")
+sol = _load("ex13_solution", ROOT / "solutions" / "ex13_gemm_hopper" / "solution.py")
 
 SHAPES = [(128, 256, 64), (128, 256, 512), (256, 512, 1024), (1, 1, 1), (17, 17, 17), (127, 129, 1),
           (1, 1000, 127), (1000, 1, 129), (129, 127, 1000), (251, 257, 263), (1000, 1000, 17), (2, 3, 4099),
@@ -119,6 +121,26 @@ def resources():
               f"dynamic smem {sol._SMEM} B")
 
 
+def timed_torch(fn, reps=20):
+    """Median ms of fn (torch work) by torch's own CUDA events on torch's current stream, with both
+    libraries' queues drained before and after, so no baseline work runs into the next timing."""
+    import torch
+    cp.cuda.Device().synchronize()
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    ts = []
+    for _ in range(reps):
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        ts.append(start.elapsed_time(end))
+    torch.cuda.synchronize()
+    return float(np.median(ts))
+
+
 def bench(M, N, K, kind, rng, reps=20):
     a, b = inputs(M, N, K, kind, rng)
     c = cp.empty((M, N), dtype=a.dtype)
@@ -140,7 +162,16 @@ def bench(M, N, K, kind, rng, reps=20):
     line = f"{M}x{N}x{K} {kind}: {t:.3f} ms, {2 * M * N * K / t / 1e9:.0f} TFLOP/s"
     if kind == "f16":
         tc = timed(lambda: cp.matmul(a, b.T))   # cuBLAS, TN, fp16 out (the baseline, not graded code)
-        line += f"; cuBLAS {tc:.3f} ms, {2 * M * N * K / tc / 1e9:.0f} TFLOP/s; ratio {tc / t:.3f}"
+        line += f"; cuBLAS (cupy.matmul) {tc:.3f} ms, {2 * M * N * K / tc / 1e9:.0f} TFLOP/s; ratio {tc / t:.3f}"
+    try:   # torch.matmul (cuBLAS) for both types
+        import torch
+        ta = torch.from_dlpack(a.view(cp.int16)).view(torch.bfloat16 if kind == "bf16" else torch.float16)
+        tb = torch.from_dlpack(b.view(cp.int16)).view(ta.dtype)
+        tc_ = torch.empty((M, N), dtype=ta.dtype, device=ta.device)
+        tt = timed_torch(lambda: torch.matmul(ta, tb.t(), out=tc_))
+        line += f"; torch.matmul {tt:.3f} ms, ratio {tt / t:.3f}"
+    except Exception as exc:  # noqa: BLE001 - torch absent: cupy's cuBLAS stands for f16
+        line += f"; torch unavailable ({type(exc).__name__}: {exc})"
     print(line, flush=True)
 
 
@@ -183,6 +214,7 @@ def main():
         failed = bool(problems)
     if args.bench and not failed:
         for M, N, K, kind in [(8192, 8192, 8192, "f16"), (8192, 8192, 8192, "bf16"), (4096, 4096, 4096, "f16"),
+                              (4096, 4096, 4096, "bf16"), (8192, 8192, 1024, "f16"), (8192, 8192, 1024, "bf16"),
                               (8192, 8192, 256, "f16"), (8205, 2949, 5921, "f16"), (16, 8192, 8192, "f16")]:
             bench(M, N, K, kind, rng)
     sys.exit(1 if failed else 0)

@@ -1,5 +1,5 @@
-// ex13_gemm_hopper -- DRAFT student template (stub), never run on a GPU (see ../README.md).
-// The helpers below are given; the body of gemm_hopper_body is yours.
+// ex13_gemm_hopper -- student template (stub). The helpers below are given; the body of
+// gemm_hopper_body is yours (README.md, hints in order).
 //
 // C = A B^T: A (M x K) and B (N x K) both row-major ("TN": both operands K-major), float16 or
 // bfloat16 in, fp32 accumulation, C (M x N, row-major) written in the inputs' type.
@@ -197,7 +197,7 @@ template <> struct Pack<__nv_bfloat16> {
 };
 
 // Tile t of the grouped order: groups of group_m tile rows, walked column by column (the same
-// formula as _tile_coords in solution.py, which tests/test_ex13_draft.py replays).
+// formula as _tile_coords in solution.py, which tests/test_ex13_host.py replays).
 __device__ __forceinline__ void tile_coords(int t, int tiles_m, int tiles_n, int group_m, int& tm, int& tn)
 {
     const int width = group_m * tiles_n;

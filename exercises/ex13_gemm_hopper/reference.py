@@ -1,4 +1,4 @@
-"""Oracle for ex13_gemm_hopper (DRAFT): C = A @ B^T in float64; A (M, K) and B (N, K), both
+"""Oracle for ex13_gemm_hopper: C = A @ B^T in float64; A (M, K) and B (N, K), both
 K-major ("TN"). Half-precision inputs arrive decoded to float32."""
 
 

@@ -1,13 +1,12 @@
-"""drafts/ex13_gemm_hopper, checked without a GPU: its kernel compiles with NVRTC for sm_90a as
-grading compiles (no spills, registers within the setmaxnreg budget, shared memory within 227 KB,
-HGMMA and UTMALDG in the SASS), its spec is valid but for what the grader does not take yet, and
-solve's index math (tile counts, the grouped persistent order) covers every tile once. Nothing
-here runs a kernel (its first GPU check is drafts/ex13_gemm_hopper/verify.py; README.md)."""
+"""ex13_gemm_hopper's reference solution, checked without a GPU: its kernel compiles with NVRTC for
+sm_90a as grading compiles (no spills, registers within the setmaxnreg budget, shared memory within
+227 KB, HGMMA and UTMALDG in the SASS), it passes grade --compile-only's static checks, and solve's
+index math (tile counts, the grouped persistent order) covers every tile once. Nothing here runs a
+kernel (the GPU checks: tests/test_gpu.py grades it; benchmarks/verify_ex13.py)."""
 from __future__ import annotations
 
 import importlib.util
 import re
-import tomllib
 
 import numpy as np
 import pytest
@@ -15,8 +14,9 @@ import pytest
 from tests.conftest import ROOT
 from tests.draft_kernels import nvrtc_compile, sass_functions
 
-DRAFT = ROOT / "drafts" / "ex13_gemm_hopper"
-KERNEL = DRAFT / "solution" / "kernel.cu"
+EXERCISE = ROOT / "exercises" / "ex13_gemm_hopper"
+SOLUTION = ROOT / "solutions" / "ex13_gemm_hopper"
+KERNEL = SOLUTION / "kernel.cu"
 ARCH = "sm_90a"
 GEMMS = ("gemm_hopper_f16", "gemm_hopper_bf16")
 THREADS = 384
@@ -27,7 +27,7 @@ SMEM_LIMIT = 227 * 1024                            # dynamic shared memory per b
 
 
 def _solution_module():
-    spec = importlib.util.spec_from_file_location("ex13_draft_solution", DRAFT / "solution" / "solution.py")
+    spec = importlib.util.spec_from_file_location("ex13_solution", SOLUTION / "solution.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)   # no GPU needed: the module compiles kernel.cu on the first solve
     return mod
@@ -92,34 +92,31 @@ def test_sass_has_hgmma_and_utmaldg(nvrtc_build, tmp_path):
         assert not re.search(r"\b(LDL|STL)\b", body), name            # no local memory
 
 
-def test_draft_spec_loads_with_its_bf16_output_and_arch():
-    """The draft spec loads as it stands: C in the inputs' type (bfloat16 outputs), sm_90a."""
+def test_spec_requires_wgmma_and_sm_90a():
     from grader.spec import load_spec
-    spec = load_spec(DRAFT / "spec.toml")
+    spec = load_spec(EXERCISE / "spec.toml")
     assert spec.required_ptx == (r"wgmma\.mma_async",) and spec.arch == "sm_90a"
 
 
-def test_static_report_of_the_draft_solution(tmp_path):
-    """grade --compile-only's checks on the draft solution (float16-output spec, sm_90a): compiles,
-    solve's signature, imports, kernel names, forbidden patterns, required PTX."""
-    import tomli_w
+def test_static_report_of_the_solution_and_the_stub():
+    """grade --compile-only's checks (sm_90a): the solution and the student template both compile
+    and pass solve's signature, imports, kernel names and forbidden patterns; the required PTX
+    (wgmma.mma_async) is in the solution's, not in the stub's."""
     from grader.spec import load_spec
     from grader.static import nvrtc_unavailable, static_report
     why = nvrtc_unavailable()
     if why:
         pytest.skip(f"NVRTC cannot be loaded here: {why}")
-    raw = tomllib.loads((DRAFT / "spec.toml").read_text())
-    raw["signature"]["outputs"][0]["dtype"] = "float16"
-    del raw["tolerance"]["bfloat16"]
-    folder = tmp_path / "ex13_gemm_hopper"
-    folder.mkdir()
-    (folder / "spec.toml").write_text(tomli_w.dumps(raw))
-    rep = static_report(load_spec(folder / "spec.toml"), DRAFT / "solution", ARCH)
+    spec = load_spec(EXERCISE / "spec.toml")
+    rep = static_report(spec, SOLUTION, ARCH)
     assert rep.compiled and not rep.problems and not rep.warnings, (rep.problems, rep.warnings)
+    stub = static_report(spec, ROOT / "student_template" / "ex13_gemm_hopper", ARCH)
+    assert stub.compiled, stub.problems
+    assert not stub.problems and any("wgmma" in w for w in stub.warnings), (stub.problems, stub.warnings)
 
 
 def test_reference_is_a_times_b_transposed():
-    spec = importlib.util.spec_from_file_location("ex13_draft_reference", DRAFT / "reference.py")
+    spec = importlib.util.spec_from_file_location("ex13_reference", EXERCISE / "reference.py")
     ref = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(ref)
     rng = np.random.default_rng(0)
