@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The drafts' GPU checks (drafts/*/README.md, "Verify in this order") in one device call.
+# The Hopper kernels' checks outside the grader (drafts/*/README.md, "Verify in this order", and
+# benchmarks/verify_ex13.py) in one device call.
 # Correctness first, the three drafts side by side (each under its own timeout: a pipeline bug
 # hangs rather than crashes, exit 124); then memcheck on small shapes; then the benchmarks one at a
 # time on a quiet GPU. Logs go to $LOGS (one file per step); a summary table is printed last.
@@ -8,7 +9,7 @@
 set -u
 LOGS=${LOGS:-/tmp/drafts}; mkdir -p "$LOGS"
 STEPS=${*:-check memcheck fixtures bench}
-D13=drafts/ex13_gemm_hopper; D15=drafts/ex15_gemm_fp8_blockscaled; D16=drafts/ex16_paged_decode_attention
+D15=drafts/ex15_gemm_fp8_blockscaled; D16=drafts/ex16_paged_decode_attention
 run() {   # run NAME TIMEOUT CMD...
   local name=$1 t=$2; shift 2; local s=$(date +%s)
   timeout "$t" "$@" > "$LOGS/$name.txt" 2>&1
@@ -17,18 +18,18 @@ run() {   # run NAME TIMEOUT CMD...
 date -u +"drafts_gpu %F %T UTC"; nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader
 has() { [[ " $STEPS " == *" $1 "* ]]; }
 if has check; then
-  run ex13_check 240 python3 $D13/verify.py & run ex15_check 240 python3 $D15/verify.py &
+  run ex13_check 240 python3 benchmarks/verify_ex13.py & run ex15_check 240 python3 $D15/verify.py &
   run ex16_check 240 python3 $D16/verify.py & wait
 fi
 if has memcheck; then
   CS=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
-  run ex13_memcheck 200 "$CS" --tool memcheck python3 $D13/verify.py --no-pool --shapes 17x17x17 251x257x263 --kinds f16 &
+  run ex13_memcheck 200 "$CS" --tool memcheck python3 benchmarks/verify_ex13.py --no-pool --shapes 17x17x17 251x257x263 --kinds f16 &
   run ex15_memcheck 200 "$CS" --tool memcheck python3 $D15/verify.py --no-pool --shapes 17x17x256 251x257x640 --kinds normal &
   run ex16_memcheck 200 "$CS" --tool memcheck python3 $D16/verify.py --no-pool --shapes 0 1 2 3 4 & wait
 fi
 has fixtures && run ex16_fixtures 150 python3 $D16/verify.py --fixtures
 if has bench; then
-  run ex13_bench 150 python3 $D13/verify.py --bench --shapes 128x256x64
+  run ex13_bench 150 python3 benchmarks/verify_ex13.py --bench --shapes 128x256x64
   run ex15_bench 120 python3 $D15/verify.py --bench --shapes 128x128x128
   run ex16_bench 120 python3 $D16/verify.py --bench --shapes 0
 fi
