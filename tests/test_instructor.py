@@ -206,6 +206,17 @@ def test_a_stub_with_most_of_the_solution_is_refused(runner, course, tmp_path):
     assert "student_template/ex91_axpy/kernel.cu:1: the stub has 6 of the 7 non-trivial lines" in out.output
 
 
+def test_the_course_itself_publishes_with_no_stub_giving_its_solution_away(runner, tmp_path):
+    """This repository's own exercises pass publish's checks (no stub holding half or more of its
+    reference's lines, no solution line anywhere in the bundle): the GPU bundle tests publish the
+    same way, so a leaky stub fails here first, without a GPU."""
+    out = runner.invoke(cli.main, ["publish", str(tmp_path / "b"), "--root", str(ROOT), "--no-install-check"])
+    assert out.exit_code == 0, out.output
+    assert "bundle checks passed" in out.output
+    names = sorted(p.name for p in (ROOT / "exercises").iterdir() if (p / "spec.toml").is_file())
+    assert sorted(p.name for p in (tmp_path / "b" / "student_template").iterdir()) == names
+
+
 def test_publish_catches_a_solution_comment_in_the_assignment(runner, course, tmp_path):
     hint = "    # the trick: cast the product back to y's dtype before adding"
     sol = course / "solutions" / "ex91_axpy" / "solution.py"

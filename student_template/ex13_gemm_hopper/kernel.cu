@@ -1,5 +1,7 @@
-// ex13_gemm_hopper -- student template (stub). The helpers below are given; the body of
-// gemm_hopper_body is yours (README.md, hints in order).
+// ex13_gemm_hopper -- student template (stub). Given: the wgmma instruction wrapper (its 128
+// accumulator operands), the accumulator fence, Pack<T>, the padding kernel and the launch
+// interface. Yours: the mbarrier and TMA wrappers, the wgmma descriptor, the tile order and the
+// body of gemm_hopper_body (README.md, hints in order).
 //
 // C = A B^T: A (M x K) and B (N x K) both row-major ("TN": both operands K-major), float16 or
 // bfloat16 in, fp32 accumulation, C (M x N, row-major) written in the inputs' type.
@@ -7,30 +9,14 @@
 // Needs sm_90a (wgmma, setmaxnreg): compiled for anything else, the kernels only trap (the body is
 // under __CUDA_ARCH_FEAT_SM90_ALL, so tests/test_nvcc.py can still build this file for sm_80-sm_90).
 //
-// Design
-//   CTA tile 128 x 256 x 64 (BM x BN x BK), 384 threads = 3 warpgroups:
-//     warpgroup 0   producer: setmaxnreg.dec to 40 registers; one thread issues the TMA loads
-//                   (cp.async.bulk.tensor.2d ... mbarrier::complete_tx::bytes) of one A tile
-//                   (128 x 64) and one B tile (256 x 64) per stage;
-//     warpgroups 1-2 consumers: setmaxnreg.inc to 232; consumer c computes rows 64c .. 64c + 63 of
-//                   the CTA tile, all 256 columns, with wgmma.mma_async m64n256k16 (4 per K tile),
-//                   128 fp32 accumulators per thread.
-//   Shared memory: STAGES = 4 stages of (A 16 KB + B 32 KB) = 192 KB, plus 2 * STAGES mbarriers.
-//   A row of a tile is BK = 64 elements = 128 bytes, exactly one 128-byte swizzle row: the TMA
-//   writes the tile with CU_TENSOR_MAP_SWIZZLE_128B and the wgmma descriptors say "128B swizzle",
-//   so the two agree on the layout (16-byte chunk j of row r lands at chunk j ^ (r % 8)); every
-//   tile starts 1024-byte aligned (one swizzle atom = 8 rows x 128 bytes).
-//   Pipeline: full[s] (count 1: the producer's arrive.expect_tx; the TMA's complete_tx bytes finish
-//   the phase) and empty[s] (count 8: lane 0 of each consumer warp, once the wgmma that read stage
-//   s are complete). The producer waits empty[s] with the opposite parity, so a fresh barrier
-//   counts as free.
-//   Tails: the TMA box is always 64 x 128 (A) and 64 x 256 (B); elements outside the tensor
-//   (rows >= M or N, columns >= K) are zero-filled and still counted in the transaction bytes, so
-//   the expect_tx count is constant. The global row stride must be a multiple of 16 bytes:
-//   solution.py pads A and B to K rounded up to 8 when K % 8 != 0. Stores of C are guarded.
-//   Persistent grid: one CTA per SM, tiles t = blockIdx.x, blockIdx.x + gridDim.x, ... in a
-//   grouped order (group_m tile rows walked column by column, as in ex12) for L2 reuse. The
-//   producer runs ahead into the next tile while the consumers store this one.
+// Fixed by the launch code (solution.py) and the constants below:
+//   CTA tile 128 x 256 x 64 (BM x BN x BK), 384 threads = 3 warpgroups: one producer (TMA), two
+//   consumers (wgmma m64n256k16; consumer c owns rows 64c .. 64c + 63 of the tile, 128 fp32
+//   accumulators a thread). Dynamic shared memory: 1024 bytes of slack (align the base to 1024),
+//   then STAGES A tiles (16 KB each), STAGES B tiles (32 KB each), then 2 * STAGES 8-byte mbarriers.
+//   The tensor maps load 64 x 128 (A) and 64 x 256 (B) boxes with 128-byte swizzle; elements
+//   outside the tensor are zero-filled and still count in the transaction bytes. The grid is
+//   persistent: min(#SMs, #tiles) CTAs, each walking tiles blockIdx.x, + gridDim.x, ...
 //
 // References (PTX ISA 8.x, "Asynchronous Warpgroup Level Matrix Multiply-Accumulate Instructions"):
 //   * "Matrix Descriptor Format" (docs.nvidia.com/cuda/parallel-thread-execution, anchor
@@ -69,63 +55,50 @@ __device__ __forceinline__ unsigned smem_u32(const void* p)
     return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
 
-// ---- mbarrier -------------------------------------------------------------------------------
+// ---- mbarrier (yours: PTX ISA, "Parallel Synchronization and Communication Instructions:
+// mbarrier"; all on 64-bit barriers in shared memory, addressed by their 32-bit shared address) -----
+// mbarrier.init with the arrival count.
 __device__ __forceinline__ void mbar_init(unsigned bar, unsigned count)
 {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(bar), "r"(count) : "memory");
+    // TODO
 }
+// mbarrier.arrive.expect_tx: arrive once and expect `bytes` more transaction bytes (the TMA's).
 __device__ __forceinline__ void mbar_arrive_expect_tx(unsigned bar, unsigned bytes)
 {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" :: "r"(bar), "r"(bytes) : "memory");
+    // TODO
 }
+// mbarrier.arrive: one arrival.
 __device__ __forceinline__ void mbar_arrive(unsigned bar)
 {
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" :: "r"(bar) : "memory");
+    // TODO
 }
-__device__ __forceinline__ bool mbar_try_wait(unsigned bar, unsigned parity)
-{
-    unsigned done;
-    asm volatile("{\n"
-                 ".reg .pred p;\n"
-                 "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-                 "selp.u32 %0, 1, 0, p;\n"
-                 "}\n" : "=r"(done) : "r"(bar), "r"(parity) : "memory");
-    return done != 0;
-}
-// Returns once the phase of parity `parity` has completed (try_wait suspends for a while itself).
+// Returns once the phase of parity `parity` has completed (loop on mbarrier.try_wait.parity).
 __device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity)
 {
-    while (!mbar_try_wait(bar, parity)) {
-    }
+    // TODO
 }
 
-// ---- TMA ------------------------------------------------------------------------------------
+// ---- TMA (yours: PTX ISA, "cp.async.bulk.tensor") ------------------------------------------------
+// prefetch.tensormap of the descriptor (optional: a hint).
 __device__ __forceinline__ void tma_prefetch(const TmaDesc* map)
 {
-    asm volatile("prefetch.tensormap [%0];\n" :: "l"(reinterpret_cast<unsigned long long>(map)) : "memory");
+    // TODO
 }
-// The box at (c0 = column, c1 = row) of `map` into shared memory at dst; completes tx bytes on bar.
+// The box at (c0 = column, c1 = row) of `map` into shared memory at dst, completing its bytes on
+// the mbarrier bar (the .mbarrier::complete_tx::bytes form; the tensor map's generic address as a
+// 64-bit operand).
 __device__ __forceinline__ void tma_load_2d(unsigned dst, const TmaDesc* map, unsigned bar, int c0, int c1)
 {
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
-                 " [%0], [%1, {%3, %4}], [%2];\n"
-                 :: "r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(bar), "r"(c0), "r"(c1)
-                 : "memory");
+    // TODO
 }
 
 // ---- wgmma ----------------------------------------------------------------------------------
-// Shared-memory matrix descriptor of a K-major tile written by the TMA with 128-byte swizzle
-// (PTX ISA, "Matrix Descriptor Format"): start address >> 4 in bits 0-13; leading byte offset
-// (bits 16-29) is not used for a swizzled K-major operand whose K extent (16 elements = 32 bytes)
-// fits in one swizzle row, set to 1 (16 bytes) by convention; stride byte offset 1024 >> 4 in
-// bits 32-45: the distance between 8-row groups (8 rows x 128 bytes); base offset 0 (bits 49-51:
-// every tile is 1024-byte aligned); swizzle mode 1 = 128B in bits 62-63.
+// Shared-memory matrix descriptor (PTX ISA, "Matrix Descriptor Format"; the header above) of a
+// K-major tile that the TMA wrote with 128-byte swizzle, starting at shared address addr (yours:
+// hint 2).
 __device__ __forceinline__ unsigned long long smem_desc(unsigned addr)
 {
-    return static_cast<unsigned long long>((addr & 0x3FFFF) >> 4)
-         | (1ull << 16)
-         | (static_cast<unsigned long long>(1024 >> 4) << 32)
-         | (1ull << 62);
+    return 0;   // TODO
 }
 
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
@@ -196,15 +169,13 @@ template <> struct Pack<__nv_bfloat16> {
     using T2 = __nv_bfloat162;
 };
 
-// Tile t of the grouped order: groups of group_m tile rows, walked column by column (the same
-// formula as _tile_coords in solution.py, which tests/test_ex13_host.py replays).
+// (tile row tm, tile column tn) of tile t in ex12's grouped order: groups of group_m tile rows
+// (the last group may be shorter), each group walked column by column, for L2 reuse.
 __device__ __forceinline__ void tile_coords(int t, int tiles_m, int tiles_n, int group_m, int& tm, int& tn)
 {
-    const int width = group_m * tiles_n;
-    const int first_m = (t / width) * group_m;
-    const int gsz = min(tiles_m - first_m, group_m);
-    tm = first_m + (t % width) % gsz;
-    tn = (t % width) / gsz;
+    // TODO
+    tm = 0;
+    tn = 0;
 }
 
 template <typename T>
