@@ -163,3 +163,23 @@ def test_a_kernel_profile_is_in_every_report(graded):
     skipped = replace(graded, kernel_profile={"shape": "s", "case": "t", "status": "skipped", "kernels": [],
                                               "message": "not run: the submission is not correct"})
     assert "skipped: not run: the submission is not correct" in render(skipped, "text", 0)
+
+
+def test_what_to_try_next_reads_the_ridge_from_the_rate_that_was_measured(graded):
+    """A matrix product at 45 % of its roofline: with only the fp16 rate measured (a tensor-core
+    exercise), 1000 FLOP per byte is above the ridge (600 TFLOP/s / 4000 GB/s = 150): the advice is
+    reuse, not wider loads; 10 FLOP per byte is below it; with no rate at all, memory-bound."""
+    from grader.report.text import hints
+    b0 = graded.benchmarks[0]
+
+    def advice(flops_per_byte: float, ceilings: Ceilings) -> str:
+        b = replace(b0, bytes=1e8, flops=1e8 * flops_per_byte, ceiling_fraction=0.45)
+        r = replace(graded, benchmarks=(b,), ceilings=ceilings, kernels=())
+        (line,) = [h for h in hints(r) if "of the roofline" in h]
+        return line
+
+    fp16 = Ceilings(copy_gbps=4000.0, fp16_tflops=600.0)
+    assert "45% of the roofline" in advice(1000, fp16) and "reuse each loaded element" in advice(1000, fp16)
+    assert "16-byte loads" in advice(10, fp16)
+    assert "16-byte loads" in advice(1000, Ceilings(copy_gbps=4000.0))
+    assert "reuse each loaded element" in advice(1000, Ceilings(copy_gbps=4000.0, fp32_tflops=50.0))
