@@ -68,6 +68,7 @@ SHARED_TESTS = frozenset({
     "test_grading_after_a_fault_is_unaffected", "test_compile_error_is_reported_with_line",
     "test_float16_accumulators_fail_ex12", "test_ex12_without_tensor_core_instructions_gets_no_performance_points",
     "test_a_wmma_submission_is_own_and_correct_in_grading", "test_ex14_without_online_rescaling_fails",
+    "test_fp8_gemm_without_the_per_block_promotion_fails",
     "test_cublas_loaded_at_run_time_is_rejected", "test_nvml_sees_the_workers_device_memory",
     "test_racecheck_finds_the_missing_syncthreads", "test_memcheck_finds_the_read_past_the_end",
     "test_the_smallest_failing_case_is_sanitized_in_the_text_report", "test_headers_students_use_compile_in_grading"})
@@ -173,7 +174,7 @@ def unfinished(group: list[str], log: Path) -> list[str]:
 def measure_ceilings() -> str:
     """Measure (or read from the cache) every ceiling kind, alone on the GPU; one line."""
     code = ("from grader import device as d; i = d.detect(); "
-            "print('ceilings', d.ceilings(i, {'fp32', 'fp16'}))")
+            "print('ceilings', d.ceilings(i, {'fp32', 'fp16', 'fp8'}))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     return (out.stdout + out.stderr).strip().splitlines()[-1] if (out.stdout + out.stderr).strip() else "ceilings: ?"
 

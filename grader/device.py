@@ -32,18 +32,29 @@ class DeviceInfo:
     cupy: str
 
 
+# Hopper's dense FP8 tensor-core rate is twice its FP16/BF16 rate (NVIDIA H100 and H200 datasheets:
+# 1,979 vs 989 TFLOP/s dense, SXM). A bound, not a library's speed: torch._scaled_mm per-tensor FP8
+# reached 1228-1342 TFLOP/s at 8192^3 on the H200 (DESIGN.md; benchmarks/RESULTS.md, 2026-12-03)
+# where cuBLAS fp16 reached 748-839, 1.6x rather than 2x.
+FP8_PER_FP16 = 2.0
+
+
 @dataclass(frozen=True)
 class Ceilings:
     """Measured ceilings: device-to-device copy bandwidth (GB/s, bytes read + written) and, when an
-    exercise needs them, dense matrix-product rates through cuBLAS (TFLOP/s)."""
+    exercise needs them, dense matrix-product rates through cuBLAS (TFLOP/s). ``fp8_tflops``, for an
+    exercise scored against it only, is not measured (CuPy has no FP8 product): it is
+    :data:`FP8_PER_FP16` times the measured fp16 rate."""
     copy_gbps: float
     fp32_tflops: float | None = None
     fp16_tflops: float | None = None
+    fp8_tflops: float | None = None
     measured: str = ""
 
     def for_kind(self, kind: str) -> float | None:
         """Ceiling in the unit the exercise scores in: GB/s for "memory", TFLOP/s otherwise."""
-        return {"memory": self.copy_gbps, "fp32": self.fp32_tflops, "fp16": self.fp16_tflops}[kind]
+        return {"memory": self.copy_gbps, "fp32": self.fp32_tflops, "fp16": self.fp16_tflops,
+                "fp8": self.fp8_tflops}[kind]
 
 
 @dataclass(frozen=True)
@@ -230,7 +241,8 @@ def ceilings(info: DeviceInfo, kinds: set[str], refresh: bool = False) -> Ceilin
         except ValueError:
             cached = {}
     missing = ["copy_gbps"] if "copy_gbps" not in cached else []
-    missing += [f"{kind}_tflops" for kind in sorted(kinds & {"fp32", "fp16"}) if cached.get(f"{kind}_tflops") is None]
+    rates = {"fp16" if kind == "fp8" else kind for kind in kinds} & {"fp32", "fp16"}   # fp8: from fp16
+    missing += [f"{kind}_tflops" for kind in sorted(rates) if cached.get(f"{kind}_tflops") is None]
     if missing:
         with gpu_lock(info.index):
             busy = foreign_gpu_processes(info.index)
@@ -241,7 +253,10 @@ def ceilings(info: DeviceInfo, kinds: set[str], refresh: bool = False) -> Ceilin
         if not (busy or foreign_gpu_processes(info.index)):
             path.write_text(json.dumps(cached, indent=1))
     fields = Ceilings.__dataclass_fields__
-    return Ceilings(**{k: v for k, v in cached.items() if k in fields})
+    found = {k: v for k, v in cached.items() if k in fields and k != "fp8_tflops"}
+    if "fp8" in kinds and found.get("fp16_tflops"):
+        found["fp8_tflops"] = FP8_PER_FP16 * found["fp16_tflops"]
+    return Ceilings(**found)
 
 
 _THROTTLE_IGNORED = {"GpuIdle", "ApplicationsClocksSetting", "None"}

@@ -83,10 +83,10 @@ NO_COUNTERS = ("the driver does not let this user read the GPU's performance cou
 def default_groups(ceiling: str) -> tuple[str, ...]:
     """The metric groups for a spec without ``[profile] metrics``: a memory-bound exercise (ceiling
     "memory") is read by its DRAM throughput, a compute-bound one by its SM throughput and shared
-    memory, an fp16 one by its tensor pipe too."""
+    memory, a tensor-core one (fp16, fp8) by its tensor pipe too."""
     if ceiling == "memory":
         return ("dram", "occupancy", "cache", "stalls")
-    return ("compute", "dram", "occupancy", "bank_conflicts", "stalls") + (("tensor",) if ceiling == "fp16" else ())
+    return ("compute", "dram", "occupancy", "bank_conflicts", "stalls") + (("tensor",) if ceiling in ("fp16", "fp8") else ())
 
 
 def metrics_for(groups: tuple[str, ...]) -> tuple[str, ...]:

@@ -40,7 +40,7 @@ DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
 }
 OPTIONAL_PARAMS = {"skewed": ("value",)}   # skewed without `value`: the hot value is drawn per case
 REAL_ONLY = ("masked", "cauchy", "row_constant")
-CEILINGS = ("memory", "fp32", "fp16")
+CEILINGS = ("memory", "fp32", "fp16", "fp8")
 # [features] forbidden_headers when a spec gives none: the algorithm libraries (CUB and Thrust
 # whole; cooperative_groups' reduce and scan, whose tiles of up to a block's threads do a block's
 # reduction or scan, and reduce_update_async a grid's combine; its tiles, shuffles, barriers and

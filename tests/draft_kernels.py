@@ -1,5 +1,5 @@
-"""What the tests of drafts/ (kernels not yet graded, tests/test_ex1*_draft.py) share: compiling a
-kernel.cu as grading does, with ptxas's resource log, and reading its SASS. CPU only; a test skips
+"""What the Hopper kernels' CPU tests (tests/test_ex13_host.py, test_ex15_host.py, and the draft's
+test_ex16_draft.py) share: compiling a kernel.cu as grading does, with ptxas's resource log, and reading its SASS. CPU only; a test skips
 when NVRTC, cuobjdump or nvdisasm cannot be found here."""
 from __future__ import annotations
 

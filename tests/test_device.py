@@ -30,6 +30,18 @@ def test_ceilings_measured_on_a_quiet_gpu_are_cached(measured, monkeypatch) -> N
     assert calls == ["copy", "float32", "float16"] and again.fp16_tflops == 700.0 and again.fp32_tflops == 50.0
 
 
+def test_the_fp8_ceiling_is_twice_the_measured_fp16_rate_and_only_for_an_fp8_exercise(measured, monkeypatch) -> None:
+    """CuPy has no FP8 product: an fp8 exercise measures the fp16 rate and is scored against
+    FP8_PER_FP16 (2, Hopper's dense FP8 / FP16 rate) times it; other exercises carry no fp8 rate."""
+    calls, _ = measured
+    monkeypatch.setattr(device, "foreign_gpu_processes", lambda index=0: [])
+    fp8 = device.ceilings(INFO, {"fp8"})
+    assert calls == ["copy", "float16"]
+    assert fp8.fp8_tflops == 1400.0 == fp8.for_kind("fp8") and fp8.fp16_tflops == 700.0
+    assert device.ceilings(INFO, {"fp16"}).fp8_tflops is None and calls == ["copy", "float16"]   # cached
+    assert "fp8_tflops" not in (device.cache_dir() / next(p.name for p in device.cache_dir().glob("ceilings-*"))).read_text()
+
+
 def test_ceilings_measured_while_another_process_uses_the_gpu_are_not_cached(measured, monkeypatch) -> None:
     calls, rates = measured
     busy = ["4242 python3"]

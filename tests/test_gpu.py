@@ -259,3 +259,14 @@ def test_ex14_without_online_rescaling_fails() -> None:
     name = "ex14_flash_attention"
     r = grade_folder(spec_of(name), FIXTURES / "gpu" / f"{name}_norescale", benchmark=False)
     assert r.status == "graded" and not r.correct and r.score.total == 0, r.smallest_failure
+
+
+def test_fp8_gemm_without_the_per_block_promotion_fails() -> None:
+    """ex15 with one accumulator over all of K and the scales applied once at the end (the first
+    k-block's): wrong on any case whose scales differ between k-blocks, which the spec's scale
+    distributions make every case with K >= 256 (the fixture is the reference with the promotion
+    removed)."""
+    name = "ex15_gemm_fp8_blockscaled"
+    r = grade_folder(spec_of(name), FIXTURES / "gpu" / f"{name}_no_promotion", benchmark=False)
+    assert r.status == "graded" and not r.correct and r.score.total == 0, r.smallest_failure
+    assert r.smallest_failure.status == "fail" and r.worker_restarts == 0, r.smallest_failure

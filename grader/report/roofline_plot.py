@@ -56,7 +56,7 @@ def figure(result: GradeResult) -> Any:
         lo, hi = min(xs) / 4, max(xs) * 4
         if c is not None:
             bw = c.copy_gbps / 1e3   # TB/s = TFLOP/s per FLOP/byte
-            rates = [(name, r) for name, r in (("fp32", c.fp32_tflops), ("fp16", c.fp16_tflops)) if r]
+            rates = [(name, r) for name, r in (("fp32", c.fp32_tflops), ("fp16", c.fp16_tflops), ("fp8", c.fp8_tflops)) if r]
             top = max([r for _, r in rates], default=bw * hi)
             grid = [lo * (hi / lo) ** (i / 100) for i in range(101)]
             ax.plot(grid, [min(bw * x, top) for x in grid], color="black", lw=1.5,

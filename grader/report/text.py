@@ -74,10 +74,10 @@ def hints(r: GradeResult) -> list[str]:
     for b in r.benchmarks:
         if b.ceiling_fraction is not None and b.ceiling_fraction < 0.5 and r.correct:
             # below the ridge point (arithmetic intensity under compute rate / bandwidth): memory-bound.
-            # The rate is the matrix-product rate measured for this exercise (fp32 or fp16: only the
-            # one its spec scores against is measured); with neither, the exercise is memory-bound.
+            # The rate is the matrix-product rate of this exercise (fp32, fp16 or fp8: only the one
+            # its spec scores against, and fp16 under fp8, are there); with none, it is memory-bound.
             c = r.ceilings
-            rate = max((x for x in (c.fp32_tflops, c.fp16_tflops) if x), default=None) if c else None
+            rate = max((x for x in (c.fp32_tflops, c.fp16_tflops, c.fp8_tflops) if x), default=None) if c else None
             ridge = rate * 1e3 / c.copy_gbps if rate and c.copy_gbps else math.inf
             if not b.flops or not b.bytes or b.flops / b.bytes < ridge:
                 advice = "use 16-byte loads (float4), coalesced across the warp, and enough blocks to fill all SMs"

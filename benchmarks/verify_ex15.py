@@ -1,16 +1,17 @@
-"""GPU check of the ex15 draft, outside the grader (which cannot grade it yet: README.md).
+"""GPU check of ex15's reference solution outside the grader (an instructor's tool; the grader's own
+check is `grade ex15 --submission solutions/ex15_gemm_fp8_blockscaled`).
 
-    python drafts/ex15_gemm_fp8_blockscaled/verify.py            # compile, resources, correctness
-    python drafts/ex15_gemm_fp8_blockscaled/verify.py --bench    # ... then timings (torch._scaled_mm, cuBLAS fp16)
-    python drafts/ex15_gemm_fp8_blockscaled/verify.py --shapes 128x128x128    # one shape
-    compute-sanitizer --tool memcheck python drafts/ex15_gemm_fp8_blockscaled/verify.py --no-pool --shapes 17x17x256
+    python3 benchmarks/verify_ex15.py            # compile, resources, correctness
+    python3 benchmarks/verify_ex15.py --bench    # ... then timings (torch._scaled_mm, cuBLAS fp16)
+    python3 benchmarks/verify_ex15.py --shapes 128x128x128    # one shape
+    compute-sanitizer --tool memcheck python3 benchmarks/verify_ex15.py --no-pool --shapes 17x17x256
 
 Correctness uses the draft spec's bound (spec.toml [tolerance.bfloat16]) against the float64 oracle
 (reference.py, on the GPU), with the output poisoned (bfloat16 NaN 0x7FDA) before each call and
 guard zones around it; inputs in two distributions: "normal" (normal(0, 1) rounded to e4m3, a
 fifth of it subnormal) and "codes" (every finite e4m3 code equally likely: 2^-9 .. 448), with
-scales uniform in [0.5, 2) (normal) or [0.001, 0.1) (codes). Never run on a GPU yet (README.md).
-It stops at the first failing shape (in order: one tile and one k-block, several k-blocks (the
+scales uniform in [0.5, 2) (normal) or [0.001, 0.1) (codes). First run on an H200 on 2026-12-03
+(benchmarks/RESULTS.md). It stops at the first failing shape (in order: one tile and one k-block, several k-blocks (the
 stage ring wraps at 6), several tiles, tails, larger), first with the full persistent grid, then
 with 3 CTAs (several tiles per CTA).
 """
@@ -23,8 +24,9 @@ from pathlib import Path
 import cupy as cp
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parents[1]))   # the repository root: solution.py imports grader.kernel
+ROOT = Path(__file__).resolve().parents[1]
+EXERCISE = ROOT / "exercises" / "ex15_gemm_fp8_blockscaled"
+sys.path.insert(0, str(ROOT))   # the repository root: solution.py imports grader.kernel
 GUARD = 4096     # elements of guard zone before and after d
 POISON = 0x7FDA  # the grader's bfloat16 poison (a NaN that __float2bfloat16(NAN) does not give)
 
@@ -36,16 +38,14 @@ def _load(name, path):
     return mod
 
 
-# what the grader's worker does before the submission runs: the spec's NVRTC options and arch (read
-# from spec.toml directly: grader.spec cannot load it yet, FP8 inputs)
-import tomllib  # noqa: E402
-
+# what the grader's worker does before the submission runs: the spec's NVRTC options and arch
 from grader import kernel as _gk  # noqa: E402
+from grader.spec import load_spec  # noqa: E402
 
-_raw = tomllib.loads((HERE / "spec.toml").read_text())
-_gk.configure(tuple(_raw["compile"]["options"]), _raw["features"]["arch"])
-ref = _load("ex15_reference", HERE / "reference.py")
-sol = _load("ex15_solution", HERE / "solution" / "solution.py")
+_spec = load_spec(EXERCISE / "spec.toml")
+_gk.configure(_spec.compile_options, _spec.arch)
+ref = _load("ex15_reference", EXERCISE / "reference.py")
+sol = _load("ex15_solution", ROOT / "solutions" / "ex15_gemm_fp8_blockscaled" / "solution.py")
 
 SHAPES = [(128, 128, 128), (128, 128, 1024), (256, 256, 2048), (1, 1, 128), (17, 17, 256), (127, 129, 128),
           (1, 1000, 1024), (1000, 1, 384), (129, 127, 1024), (251, 257, 640), (2, 3, 8192), (4099, 5, 128),
@@ -216,7 +216,7 @@ def main():
         for M, N, K in [(8192, 8192, 8192), (4096, 4096, 4096), (4096, 7168, 2048), (4096, 2112, 7168),
                         (4096, 24576, 1536), (64, 7168, 8192)]:
             bench(M, N, K, rng)
-        print("ex13 bf16 at 8192^3 for the '>= 2x ex13' target: python3 drafts/ex13_gemm_hopper/verify.py "
+        print("ex13 bf16 at 8192^3 for the '>= 2x ex13' target: python3 benchmarks/verify_ex13.py "
               "--bench --shapes 128x256x64", flush=True)
     sys.exit(1 if failed else 0)
 

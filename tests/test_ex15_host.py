@@ -1,10 +1,11 @@
-"""drafts/ex15_gemm_fp8_blockscaled, checked without a GPU: its kernel compiles with NVRTC for
-sm_90a as grading compiles (no spills, registers within the setmaxnreg budget, shared memory within
-227 KB, QGMMA (FP8 wgmma) and UTMALDG in the SASS), the template compiles, the e4m3 decoder and
-encoder are exact, the oracle is the per-k-block sum it claims to be, the spec is valid but for what
-the grader does not take yet, and solve's index math (the grouped persistent order, each thread's
-rows, columns and scale indices) covers every element once and reproduces the oracle. Nothing here
-runs a kernel (its first GPU check is drafts/ex15_gemm_fp8_blockscaled/verify.py; README.md)."""
+"""ex15_gemm_fp8_blockscaled's reference solution, checked without a GPU: its kernel compiles with
+NVRTC for sm_90a as grading compiles (no spills, registers within the setmaxnreg budget, shared
+memory within 227 KB, QGMMA (FP8 wgmma) and UTMALDG in the SASS), the stub compiles, the e4m3
+decoder and encoder are exact, the oracle is the per-k-block sum it claims to be, the spec loads
+(FP8 inputs, shape expressions, the fp8 ceiling), grade --compile-only's report of the solution and
+the stub, and solve's index math (the grouped persistent order, each thread's rows, columns and
+scale indices) covers every element once and reproduces the oracle. Nothing here runs a kernel (the
+GPU checks: tests/test_gpu.py grades it; benchmarks/verify_ex15.py)."""
 from __future__ import annotations
 
 import importlib.util
@@ -18,9 +19,11 @@ import pytest
 from tests.conftest import ROOT
 from tests.draft_kernels import nvrtc_compile, sass_functions
 
-DRAFT = ROOT / "drafts" / "ex15_gemm_fp8_blockscaled"
-KERNEL = DRAFT / "solution" / "kernel.cu"
-TEMPLATE = DRAFT / "template" / "kernel.cu"
+EXERCISE = ROOT / "exercises" / "ex15_gemm_fp8_blockscaled"
+SOLUTION = ROOT / "solutions" / "ex15_gemm_fp8_blockscaled"
+STUB = ROOT / "student_template" / "ex15_gemm_fp8_blockscaled"
+KERNEL = SOLUTION / "kernel.cu"
+TEMPLATE = STUB / "kernel.cu"
 ARCH = "sm_90a"
 GEMM = "gemm_fp8_blockscaled"
 THREADS = 384
@@ -38,11 +41,11 @@ def _module(name: str, path: Path):
 
 
 def _solution_module():
-    return _module("ex15_draft_solution", DRAFT / "solution" / "solution.py")
+    return _module("ex15_solution", SOLUTION / "solution.py")
 
 
 def _reference_module():
-    return _module("ex15_draft_reference", DRAFT / "reference.py")
+    return _module("ex15_reference", EXERCISE / "reference.py")
 
 
 def _defines(text: str) -> dict[str, int]:
@@ -75,7 +78,7 @@ def test_ptx_has_the_hopper_fp8_instructions(nvrtc_build):
                     r"setmaxnreg\.dec\.sync\.aligned\.u32 40", r"setmaxnreg\.inc\.sync\.aligned\.u32 232",
                     r"mbarrier\.try_wait\.parity", r"mbarrier\.arrive\.expect_tx", r"wgmma\.wait_group\.sync\.aligned 0"):
         assert re.search(pattern, ptx), pattern
-    spec = tomllib.loads((DRAFT / "spec.toml").read_text())
+    spec = tomllib.loads((EXERCISE / "spec.toml").read_text())
     for pattern in spec["features"]["required_ptx"]:
         assert re.search(pattern, ptx), pattern
 
@@ -194,31 +197,12 @@ def test_oracle_is_the_per_k_block_sum(M, N, K):
 
 # ---- the spec ------------------------------------------------------------------------------------
 
-def _variant_spec(tmp_path: Path) -> Path:
-    """The draft spec with what the grader still lacks replaced: the ceiling "fp8" by "fp16" (the
-    FP8 e4m3 input dtype and the shape expressions K // 128 and ceil(N / 128) are the grader's now)."""
-    import tomli_w
-    raw = tomllib.loads((DRAFT / "spec.toml").read_text())
-    raw["performance"]["ceiling"] = "fp16"
-    folder = tmp_path / "ex15_gemm_fp8_blockscaled"
-    folder.mkdir()
-    (folder / "spec.toml").write_text(tomli_w.dumps(raw))
-    return folder / "spec.toml"
-
-
-def test_draft_spec_is_refused_only_for_the_fp8_ceiling():
-    from grader.spec import SpecError, load_spec
-    with pytest.raises(SpecError, match="ceiling 'fp8' is unknown"):
-        load_spec(DRAFT / "spec.toml")
-
-
-def test_draft_spec_variant_loads(tmp_path):
-    """Everything but the missing ceiling is valid: the variant loads, its edge cases satisfy the
-    dims, the derived scale shapes come out as the kernel expects, and it pins sm_90a and the FP8
-    wgmma."""
+def test_spec_loads_with_fp8_inputs_scale_shapes_and_the_fp8_ceiling():
+    """The spec loads, its edge cases satisfy the dims, the derived scale shapes come out as the
+    kernel expects, and it pins sm_90a, the FP8 wgmma and the fp8 ceiling."""
     from grader.spec import load_spec
-    spec = load_spec(_variant_spec(tmp_path))
-    assert spec.arch == "sm_90a" and any("e4m3" in p for p in spec.required_ptx)
+    spec = load_spec(EXERCISE / "spec.toml")
+    assert spec.arch == "sm_90a" and any("e4m3" in p for p in spec.required_ptx) and spec.ceiling == "fp8"
     assert [t.dtype for t in spec.inputs] == ["float8_e4m3fn", "float32", "float8_e4m3fn", "float32"]
     for case in spec.edge_cases:
         assert spec.check_dims(dict(case.dims)) is None, case
@@ -226,16 +210,21 @@ def test_draft_spec_variant_loads(tmp_path):
     assert shapes == {"a": (300, 640), "sa": (300, 5), "b": (257, 640), "sb": (3, 5)}
 
 
-def test_static_report_of_the_draft_solution(tmp_path):
-    """grade --compile-only's checks on the draft solution against the variant spec: compiles,
-    solve's signature, imports, kernel names, forbidden patterns, required PTX."""
+def test_static_report_of_the_solution_and_the_stub():
+    """grade --compile-only's checks (sm_90a): the solution and the stub both compile and pass
+    solve's signature, imports, kernel names and forbidden patterns; the required PTX (the e4m3
+    wgmma) is in the solution's, not in the stub's."""
     from grader.spec import load_spec
     from grader.static import nvrtc_unavailable, static_report
     why = nvrtc_unavailable()
     if why:
         pytest.skip(f"NVRTC cannot be loaded here: {why}")
-    rep = static_report(load_spec(_variant_spec(tmp_path)), DRAFT / "solution", ARCH)
+    spec = load_spec(EXERCISE / "spec.toml")
+    rep = static_report(spec, SOLUTION, ARCH)
     assert rep.compiled and not rep.problems and not rep.warnings, (rep.problems, rep.warnings)
+    stub = static_report(spec, STUB, ARCH)
+    assert stub.compiled and not stub.problems, stub.problems
+    assert any("wgmma" in w for w in stub.warnings), stub.warnings
 
 
 # ---- host-side index math: the schedule and each thread's share ---------------------------------

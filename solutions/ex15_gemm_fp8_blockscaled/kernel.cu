@@ -1,4 +1,4 @@
-// ex15_gemm_fp8_blockscaled -- DRAFT reference solution, NEVER RUN ON A GPU (see ../README.md).
+// ex15_gemm_fp8_blockscaled -- the reference solution (its speed on an H200: exercises/ex15_gemm_fp8_blockscaled/README.md).
 //
 // D = sum over k-blocks kb of sa[m, kb] * sb[n / 128, kb] * (A[m, kb-block] . B[n, kb-block]):
 //   A  (M x K) FP8 e4m3 bits, row-major (K-major)    sa (M x K/128) float32: one scale per 1 x 128
@@ -175,7 +175,7 @@ __device__ __forceinline__ void wgmma_e4m3(float (&d)[H_ACC], unsigned long long
 }
 
 // Tile t of the grouped order (the same formula as _tile_coords in solution.py, which
-// tests/test_ex15_draft.py replays).
+// tests/test_ex15_host.py replays).
 __device__ __forceinline__ void tile_coords(int t, int tiles_m, int tiles_n, int group_m, int& tm, int& tn)
 {
     const int width = group_m * tiles_n;

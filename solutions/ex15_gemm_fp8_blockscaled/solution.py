@@ -1,7 +1,4 @@
-"""ex15_gemm_fp8_blockscaled -- DRAFT student template, never run on a GPU (see ../README.md).
-
-The host side below is complete (tensor maps, scales, the persistent launch): write the kernel
-body in kernel.cu.
+"""ex15_gemm_fp8_blockscaled -- the reference solution (exercises/ex15_gemm_fp8_blockscaled/README.md has its speed on an H200).
 
 d = sum over k-blocks kb of sa[m, kb] * sb[n // 128, kb] * (a[m, kb-block] . b[n, kb-block]):
 a (M, K) and b (N, K) FP8 e4m3 as uint8 arrays of the raw bits (CuPy has no FP8 dtype), row-major
@@ -18,7 +15,7 @@ What solve does on the host, per call:
 - a persistent grid of min(#SMs, #tiles) CTAs of 384 threads.
 
 Knobs (module constants): _GROUP_M (tile rows per group of the tile order); _MAX_CTAS (caps the
-persistent grid, so small shapes give each CTA several tiles: verify.py uses it).
+persistent grid, so small shapes give each CTA several tiles: benchmarks/verify_ex15.py uses it).
 """
 import cupy as cp
 import numpy as np
@@ -41,7 +38,7 @@ def _cdiv(a, b):
     return -(-a // b)
 
 
-# ---- index math (replayed on the CPU by tests/test_ex15_draft.py) ----------------------------
+# ---- index math (replayed on the CPU by tests/test_ex15_host.py) ----------------------------
 
 def _tile_coords(t, tiles_m, tiles_n, group_m):
     """(tile row, tile column) of tile t in the grouped order: groups of group_m tile rows walked
@@ -81,7 +78,7 @@ def _tensor_map(arr, box_rows, box_cols):
 
 def _device_state():
     """kernel.cu compiled for the spec's [features] arch (sm_90a), which the grader's worker sets
-    through grader.kernel.configure before the submission runs (verify.py sets it itself)."""
+    through grader.kernel.configure before the submission runs (benchmarks/verify_ex15.py sets it itself)."""
     dev = cp.cuda.runtime.getDevice()
     st = _state.get(dev)
     if st is None:
