@@ -166,6 +166,7 @@ def reduced_axes(spec: Spec) -> dict[str, list[int]]:
     """Input -> its axes along a reduced dim: the leading dim of an input that no output has
     (n of a sum over x[n]; K of a product a[M, K] @ b[K, N])."""
     reduced = {t.shape[0] for t in spec.inputs if t.shape and isinstance(t.shape[0], str)
+               and t.shape[0].isidentifier()   # a dim, not an expression such as "ceil(N / 128)"
                and all(t.shape[0] not in o.shape for o in spec.outputs)}
     out = {t.name: [i for i, s in enumerate(t.shape) if s in reduced] for t in spec.inputs}
     return {k: v for k, v in out.items() if v}
