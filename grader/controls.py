@@ -147,6 +147,14 @@ def control_spec(spec: Spec) -> Spec:
     return replace(spec, edge_cases=tuple(e for e in spec.edge_cases if small(e)))
 
 
+def control_budget(spec: Spec) -> int:
+    """Elements (over all arrays) a control's generated case may have: 2^16, or four times the
+    smallest case the dims allow when that is larger (ex16's paged cache is 2^18 elements at its
+    smallest: under 2^16 hypothesis could draw no case at all), at most MAX_CONTROL_ELEMENTS."""
+    smallest = elements(spec, {d.name: -(-d.min // d.multiple_of) * d.multiple_of for d in spec.dims})
+    return min(MAX_CONTROL_ELEMENTS, max(2**16, 4 * smallest))
+
+
 def write_control(spec: Spec, name: str, folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "kernel.cu").write_text("// negative control: no kernel\n")
@@ -179,7 +187,7 @@ def run_controls(spec: Spec, examples: int = 12, seed: int = 0) -> list[ControlR
     from grader.sandbox.buffers import HostBackend
 
     small = control_spec(spec)
-    profile = replace(PROFILES["quick"], examples=examples, max_elements=2**16)
+    profile = replace(PROFILES["quick"], examples=examples, max_elements=control_budget(spec))
     results = []
     with tempfile.TemporaryDirectory(prefix="grade-controls-") as tmp:
         for name in CONTROLS:

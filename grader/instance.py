@@ -37,7 +37,49 @@ def load_oracle(spec: Spec) -> Callable[..., Any]:
         raise AttributeError(f"{path}: the spec's atol uses magnitude, but reference.py defines no "
                              f"magnitude(xp, *args); fix: add it (one array per output)")
     fn.magnitude = magnitude  # type: ignore[attr-defined]
+    prepare = getattr(module, spec.prepare, None) if spec.prepare else None
+    if spec.prepare and not callable(prepare):
+        raise AttributeError(f"{path}: the spec's [prepare] names {spec.prepare}(xp, rs, *inputs), which "
+                             f"reference.py does not define; fix: define it, or remove [prepare] from spec.toml")
+    fn.prepare = prepare  # type: ignore[attr-defined]
     return fn
+
+
+def draw_inputs(spec: Spec, case: Case, xp: Any, oracle: Callable[..., Any]) -> dict[str, Any]:
+    """The values of ``case`` by name, as :func:`grader.cases.make_inputs` draws them, then passed
+    through the spec's ``[prepare]`` function when it has one: ``prepare(xp, rs, *values)`` with
+    the drawn values in ``spec.drawn`` order (storage dtypes: bfloat16 as uint16 bits, FP8 as uint8)
+    and ``rs`` a ``numpy.random.RandomState`` seeded by the case (deterministic), returning as many
+    arrays, each of the drawn one's shape and dtype.
+
+    Raises:
+        ValueError: the prepare function returned the wrong number, shapes or dtypes (one line
+        naming reference.py and the fix).
+    """
+    import numpy as np
+    values = make_inputs(spec, case, xp)
+    prepare = getattr(oracle, "prepare", None)
+    if prepare is None:
+        return values
+    names = list(spec.drawn)
+    out = prepare(xp, np.random.RandomState(case.seed), *(values[n] for n in names))
+    out = list(out) if isinstance(out, (tuple, list)) else [out]
+    where = f"{spec.directory / 'reference.py'}: {spec.prepare}"
+    if len(out) != len(names):
+        raise ValueError(f"{where} returned {len(out)} arrays for the {len(names)} drawn values {names}; fix: "
+                         f"return one per drawn value, in that order")
+    prepared = {}
+    for n, new in zip(names, out):
+        old = values[n]
+        if isinstance(old, np.generic):   # a scalar argument (drawn on the host)
+            prepared[n] = old.dtype.type(new)
+            continue
+        new = xp.ascontiguousarray(xp.asarray(new))
+        if new.shape != old.shape or new.dtype != old.dtype:
+            raise ValueError(f"{where} returned {n!r} as {new.dtype} {tuple(new.shape)}, drawn as {old.dtype} "
+                             f"{tuple(old.shape)}; fix: keep each value's shape and dtype")
+        prepared[n] = new
+    return prepared
 
 
 def oracle_args(spec: Spec, values: Mapping[str, Any], xp: Any, types: Mapping[str, str] | None = None) -> list[Any]:
@@ -143,7 +185,7 @@ class Instance:
     def refresh(self, case: Case) -> None:
         """Draw the values of ``case`` (same dims and types), compute the expected outputs and write
         the inputs into the current buffers."""
-        self.values = make_inputs(self.spec, case, self.xp)
+        self.values = draw_inputs(self.spec, case, self.xp, self.oracle)
         self.expected = run_oracle(self.oracle, self.spec, self.values, self.xp, self.types)
         needed = any(self.spec.tolerances[t.concrete_dtype(self.types)].uses_magnitude for t in self.spec.outputs)
         self.magnitudes = (run_magnitude(self.oracle, self.spec, self.values, self.xp, self.dims, self.types)

@@ -48,15 +48,20 @@ def allocate(spec: Any, case: Any, cupy: Any) -> tuple[list[Any], list[dict[str,
     """solve's arguments for ``case``, each array in its own exact-size allocation (with the spec's
     misaligned offset before the data, so the data still ends where the allocation ends), in the
     storage dtype of its spec dtype (``grader.dtypes.storage_dtype``: a bfloat16 tensor is uint16
-    bits, as the grader's own buffers hold it; its drawn values come encoded from make_inputs; a pure
-    bfloat16 output is poisoned with ``grader.compare.poison_value("bfloat16")``).
+    bits, as the grader's own buffers hold it; its drawn values come encoded from make_inputs, through
+    the spec's [prepare] function when it has one; a pure bfloat16 output is poisoned with
+    ``grader.compare.poison_value("bfloat16")``).
     Returns (the arguments in solve's order, each allocation's name, base pointer and bytes).
     ``cupy`` is the array module (numpy in tests); raises what it raises (out of memory)."""
     from grader.cases import make_inputs
     from grader.compare import poison_value
     from grader.dtypes import storage_dtype
 
-    values = make_inputs(spec, case, cupy)
+    if spec.prepare:
+        from grader.instance import draw_inputs, load_oracle
+        values = draw_inputs(spec, case, cupy, load_oracle(spec))
+    else:
+        values = make_inputs(spec, case, cupy)
     dims, types = case.dim_dict, case.type_dict
     arrays: dict[str, Any] = {}
     allocations = []

@@ -52,7 +52,7 @@ DEFAULT_FORBIDDEN_HEADERS = ("cub/", "thrust/", "cooperative_groups/reduce.h", "
 HEADER_FILE_SUFFIXES = (".h", ".hpp", ".hxx", ".cuh", ".inl")
 NAME_RE = re.compile(r"^ex(\d\d)_[a-z0-9_]+$")
 SECTIONS = ("exercise", "signature", "dims", "values", "edge_cases", "tolerance", "benchmark", "performance",
-            "compile", "features", "limits", "types", "profile")
+            "compile", "features", "limits", "types", "profile", "prepare")
 
 
 # [features] arch: "sm_" + the compute capability (major and minor digits, e.g. 90 for 9.0), with an
@@ -276,6 +276,11 @@ class Spec:
     # the GPU's own. Only a compile target: calibration files and [performance.sm_XY] thresholds stay
     # keyed by the device's arch ("sm_90", grader.device.DeviceInfo.arch), never by this value.
     arch: str | None = None
+    # [prepare] function: the name of a function in reference.py that turns each case's drawn inputs
+    # into the inputs the exercise means (values of one input that depend on another's: a block
+    # table that is a permutation, poison past a length drawn in another input); None: as drawn.
+    # Called by grader.instance.draw_inputs; see docs/spec-format.md.
+    prepare: str | None = None
 
     @property
     def arg_order(self) -> tuple[str, ...]:
@@ -526,6 +531,12 @@ class _Parser:
                 close = _closest(group, list(GROUPS))
                 raise self.err("profile", f"metrics entry {group!r} is not a metric group",
                                (f"did you mean {close!r}? " if close else "") + f"use some of {', '.join(GROUPS)}")
+        prep = self.table(self.raw.get("prepare"), "prepare", required=False)
+        self.only(prep, "prepare", ("function",))
+        prepare = self.get(prep, "prepare", "function", str) if "prepare" in self.raw else None
+        if prepare is not None and not prepare.isidentifier():
+            raise self.err("prepare", f"function {prepare!r} is not a Python function name",
+                           'name a function of reference.py, e.g. function = "prepare"')
         lim = self.table(self.raw.get("limits"), "limits", required=False)
         keys = tuple(Limits.__dataclass_fields__)
         self.only(lim, "limits", keys)
@@ -541,7 +552,7 @@ class _Parser:
                     allowed_kernels=tuple(allowed_kernels), forbidden_headers=tuple(forbidden_headers),
                     points_correctness=p_corr, points_performance=p_perf, limits=limits, scalars=scalars,
                     order=order, types=types, declared_hidden=declared_hidden,
-                    profile_metrics=tuple(dict.fromkeys(profile_metrics)), arch=arch)
+                    profile_metrics=tuple(dict.fromkeys(profile_metrics)), arch=arch, prepare=prepare)
 
     def arch(self, feats: dict) -> str | None:
         """``[features] arch``: "sm_XY" (at least compute capability X.Y) or "sm_XYa" (exactly X.Y, with
