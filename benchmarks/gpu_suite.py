@@ -68,7 +68,7 @@ SHARED_TESTS = frozenset({
     "test_grading_after_a_fault_is_unaffected", "test_compile_error_is_reported_with_line",
     "test_float16_accumulators_fail_ex12", "test_ex12_without_tensor_core_instructions_gets_no_performance_points",
     "test_a_wmma_submission_is_own_and_correct_in_grading", "test_ex14_without_online_rescaling_fails",
-    "test_fp8_gemm_without_the_per_block_promotion_fails",
+    "test_fp8_gemm_without_the_per_block_promotion_fails", "test_paged_decode_reading_past_the_context_fails",
     "test_cublas_loaded_at_run_time_is_rejected", "test_nvml_sees_the_workers_device_memory",
     "test_racecheck_finds_the_missing_syncthreads", "test_memcheck_finds_the_read_past_the_end",
     "test_the_smallest_failing_case_is_sanitized_in_the_text_report", "test_headers_students_use_compile_in_grading"})
@@ -80,6 +80,7 @@ LADDER_TESTS = frozenset({
     "test_naive_kernel_is_correct_and_scores_fewer_performance_points", "test_uncoalesced_variant_scores_fewer_points",
     "test_previous_rung_is_correct_and_scores_clearly_fewer_points", "test_same_score_five_times",
     "test_ex12_reference_on_ex13_is_correct_and_scores_no_performance_points",
+    "test_paged_decode_without_split_k_is_correct_and_scores_clearly_fewer_points",
     # timed grades, and Nsight Compute, which locks the GPU's clocks while it profiles: alone too
     "test_grade_profile_shows_why_the_naive_layernorm_is_slow"})
 PHASES = ("gate", "shared", "timed", "full_marks", "ladder", "bundle", "isolated", "serial")

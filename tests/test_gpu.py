@@ -270,3 +270,28 @@ def test_fp8_gemm_without_the_per_block_promotion_fails() -> None:
     r = grade_folder(spec_of(name), FIXTURES / "gpu" / f"{name}_no_promotion", benchmark=False)
     assert r.status == "graded" and not r.correct and r.score.total == 0, r.smallest_failure
     assert r.smallest_failure.status == "fail" and r.worker_restarts == 0, r.smallest_failure
+
+
+# -- ex16: the fixtures are the reference with one change each (tests/variants.py) -----------------
+def test_paged_decode_reading_past_the_context_fails(tmp_path) -> None:
+    """V rows past each context loaded (their scores masked, p = 0): 0 * NaN where [prepare]
+    poisoned the slots no sequence reads: wrong output, no points."""
+    from tests.variants import build
+    name = "ex16_paged_decode_attention"
+    folder = build(f"{name}_reads_past_context", tmp_path / "past")
+    r = grade_folder(spec_of(name), folder, benchmark=False)
+    assert r.status == "graded" and not r.correct and r.score.total == 0, r.smallest_failure
+    assert r.smallest_failure.status == "fail" and r.worker_restarts == 0, r.smallest_failure
+
+
+def test_paged_decode_without_split_k_is_correct_and_scores_clearly_fewer_points(tmp_path) -> None:
+    """One CTA per (sequence, KV head): as fast as the reference at batch 64, far slower at batch 1
+    over 131072 tokens (8 CTAs for 132 SMs), where split-K is the lesson."""
+    from tests.variants import build
+    name = "ex16_paged_decode_attention"
+    r = grade_folder(spec_of(name), build(f"{name}_no_split", tmp_path / "no_split"), reference=ROOT / "solutions" / name)
+    assert r.correct, r.smallest_failure
+    ratios = {b.name: round(b.ratio, 3) for b in r.benchmarks}
+    print(f"LADDER {name}_no_split: performance {r.score.performance:.1f}/{r.score.performance_max:g}, ratios {ratios}")
+    assert ratios["b1 ctx131072 hq32 hkv8 (split-K)"] < 0.3, ratios
+    assert r.score.performance <= 0.6 * r.score.performance_max, ratios

@@ -1,5 +1,4 @@
-"""ex16_paged_decode_attention -- your solution (DRAFT exercise): the launch code is complete; write the
-kernels in kernel.cu.
+"""ex16_paged_decode_attention -- reference solution (verified on an H200; see the exercise README).
 
 q (B, HQ, 128), k_cache / v_cache (NB, 16, HKV, 128): float16, or bfloat16 delivered as uint16
 arrays of bf16 bit patterns (CuPy has no bfloat16 dtype); block_tables (B, MB) int32; context_lens
@@ -37,7 +36,7 @@ def _cdiv(a, b):
 
 def _plan(B, HKV, MB, num_sms, p_min=_P_MIN, ctas_per_sm=_CTAS_PER_SM):
     """Blocks per split P, splits S (the grid's x) and the grid, from the shapes alone
-    (replayed on the CPU by tests/test_ex16_draft.py: every block of every context <= 16 MB is
+    (replayed on the CPU by tests/test_ex16_host.py: every block of every context <= 16 MB is
     covered by exactly one split)."""
     cap = max(1, ctas_per_sm * num_sms)
     p = max(p_min, _cdiv(MB * B * HKV, cap))

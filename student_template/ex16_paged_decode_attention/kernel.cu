@@ -1,4 +1,4 @@
-// ex16_paged_decode_attention -- your kernels (DRAFT exercise). Read ../README.md first.
+// ex16_paged_decode_attention -- your kernels. Read the exercise README first.
 //
 // Decode attention against a paged KV cache (vLLM's layout), split-K over the sequence
 // (FlashDecoding) and grouped-query attention:

@@ -1,11 +1,12 @@
-"""drafts/ex16_paged_decode_attention, checked without a GPU: its kernels compile with NVRTC for
-sm_90 as grading compiles (no spills, registers for two CTAs per SM, shared memory within 227 KB,
-mma.sync / ldmatrix / cp.async in the PTX), its spec is valid but for the one section the grader
-does not take yet ([prepare]), the float64 oracle agrees with a token-by-token computation (GQA,
+"""ex16_paged_decode_attention, checked without a GPU: its kernels compile with NVRTC for sm_90 as
+grading compiles (no spills, registers for two CTAs per SM, shared memory within 227 KB, mma.sync /
+ldmatrix / cp.async in the PTX), its spec loads with its [prepare] hook and the grader draws valid
+poisoned inputs through it, the float64 oracle agrees with a token-by-token computation (GQA,
 uneven lengths, out-of-order tables), prepare() builds valid poisoned inputs, a numpy model of the
-kernel's float32 / split-K arithmetic passes the spec's tolerance (and a wrong model fails), and
-solve's shape-only split plan covers every block of every context exactly once. Nothing here runs a
-kernel: the draft has never run on a GPU (drafts/ex16_paged_decode_attention/README.md)."""
+kernel's float32 / split-K arithmetic passes the spec's tolerance (and a wrong model fails), solve's
+shape-only split plan covers every block of every context exactly once, and the fixtures
+(tests/variants.py) change the reference where they say. The GPU runs are in tests/test_gpu.py and
+benchmarks/verify_ex16.py."""
 from __future__ import annotations
 
 import importlib.util
@@ -19,8 +20,9 @@ import pytest
 from tests.conftest import ROOT
 from tests.draft_kernels import nvrtc_compile
 
-DRAFT = ROOT / "drafts" / "ex16_paged_decode_attention"
-KERNEL = DRAFT / "solution" / "kernel.cu"
+NAME = "ex16_paged_decode_attention"
+EXERCISE, SOLUTION, TEMPLATE = (ROOT / d / NAME for d in ("exercises", "solutions", "student_template"))
+KERNEL = SOLUTION / "kernel.cu"
 ARCH = "sm_90"
 MAIN = ("paged_decode_f16", "paged_decode_bf16")
 THREADS, CTAS_PER_SM = 128, 2
@@ -36,12 +38,12 @@ def _load(name, path):
 
 @pytest.fixture(scope="module")
 def ref():
-    return _load("ex16_draft_reference", DRAFT / "reference.py")
+    return _load("ex16_reference", EXERCISE / "reference.py")
 
 
 @pytest.fixture(scope="module")
 def sol():
-    return _load("ex16_draft_solution", DRAFT / "solution" / "solution.py")   # compiles on the first solve only
+    return _load("ex16_solution", SOLUTION / "solution.py")   # compiles on the first solve only
 
 
 def _nvrtc_build(path):
@@ -81,7 +83,7 @@ def test_ptx_has_tensor_cores_ldmatrix_and_cp_async(nvrtc_build):
 
 
 def test_template_compiles_and_writes_nothing():
-    log, ptx = _nvrtc_build((DRAFT / "template" / "kernel.cu").resolve())
+    log, ptx = _nvrtc_build((TEMPLATE / "kernel.cu").resolve())
     for name in (*MAIN, "paged_decode_combine"):
         body = re.search(rf"\.entry {name}\((.*?)\n\}}", ptx, re.S)
         assert body, name
@@ -101,40 +103,48 @@ def test_shared_memory_and_constants_agree(sol):
     assert (sol._ROW * 2) % 16 == 0 and (sol._ROW * 2 // 4) % 32 == 4   # 16-byte rows; ldmatrix rows 4 banks apart
 
 
-def test_spec_loads_but_for_prepare(tmp_path):
-    """As written the spec names [prepare] (the grader feature it needs) and is refused for that
-    alone; without it, it loads."""
-    import tomli_w
-    from grader.spec import SpecError, load_spec
-    with pytest.raises(SpecError, match=r"\[prepare\] unknown section 'prepare'"):
-        load_spec(DRAFT / "spec.toml")
-    raw = tomllib.loads((DRAFT / "spec.toml").read_text())
-    assert raw.pop("prepare") == {"function": "prepare"}
-    folder = tmp_path / "ex16_paged_decode_attention"
-    folder.mkdir()
-    (folder / "spec.toml").write_text(tomli_w.dumps(raw))
-    spec = load_spec(folder / "spec.toml")
-    assert [o.dtype for o in spec.outputs] == ["float32"] and len(spec.benchmarks) == 4
+def test_spec_loads_with_its_prepare_hook():
+    from grader.spec import load_spec
+    spec = load_spec(EXERCISE / "spec.toml")
+    assert spec.prepare == "prepare" and [o.dtype for o in spec.outputs] == ["float32"] and len(spec.benchmarks) == 4
 
 
-def test_static_report_of_the_draft_solution(tmp_path):
-    """grade --compile-only's checks (the spec without [prepare]): compiles, solve's signature,
-    forbidden patterns."""
-    import tomli_w
+def test_the_grader_draws_valid_poisoned_inputs_through_prepare():
+    """grader.instance.draw_inputs on the spec's own cases (numpy): every context within its table,
+    the used blocks distinct, the poison where no sequence reads, and the oracle finite."""
+    from grader.cases import PROFILES, edge_cases
+    from grader.dtypes import decode
+    from grader.instance import draw_inputs, load_oracle
+    from grader.spec import load_spec
+    spec = load_spec(EXERCISE / "spec.toml")
+    oracle = load_oracle(spec)
+    small = [c for c in edge_cases(spec, PROFILES["quick"], seed=0) if c.dim_dict["NB"] <= 1024]
+    assert len(small) >= 4
+    for case in small:
+        v = draw_inputs(spec, case, np, oracle)
+        table, lens = v["block_tables"], v["context_lens"]
+        MB = case.dim_dict["MB"]
+        assert ((1 <= lens) & (lens <= 16 * MB)).all(), case
+        nbs = -(-lens // 16)
+        used = np.concatenate([table[b, :n] for b, n in enumerate(nbs)])
+        assert len(set(used.tolist())) == len(used), case
+        assert all((table[b, n:] == 2**31 - 1).all() for b, n in enumerate(nbs)), case
+        k = decode(np, v["k_cache"], case.type_dict["T"])   # bfloat16 arrives as its bits
+        assert np.isnan(k[np.setdiff1d(np.arange(case.dim_dict["NB"]), used)]).all(), case
+        assert np.isfinite(oracle(np, v["q"], v["k_cache"], v["v_cache"], table, lens)).all(), case
+
+
+def test_static_report_of_the_solution_and_the_stub():
+    """grade --compile-only's checks: compiles, solve's signature, forbidden patterns."""
     from grader.spec import load_spec
     from grader.static import nvrtc_unavailable, static_report
     why = nvrtc_unavailable()
     if why:
         pytest.skip(f"NVRTC cannot be loaded here: {why}")
-    raw = tomllib.loads((DRAFT / "spec.toml").read_text())
-    del raw["prepare"]
-    folder = tmp_path / "ex16_paged_decode_attention"
-    folder.mkdir()
-    (folder / "spec.toml").write_text(tomli_w.dumps(raw))
-    spec = load_spec(folder / "spec.toml")
-    for sub in ("solution", "template"):
-        rep = static_report(spec, DRAFT / sub, ARCH)
-        assert rep.compiled and not rep.problems and not rep.warnings, (sub, rep.problems, rep.warnings)
+    spec = load_spec(EXERCISE / "spec.toml")
+    for folder in (SOLUTION, TEMPLATE):
+        rep = static_report(spec, folder, ARCH)
+        assert rep.compiled and not rep.problems and not rep.warnings, (folder, rep.problems, rep.warnings)
 
 
 # -- the oracle -----------------------------------------------------------------------------------
@@ -353,35 +363,22 @@ def test_split_plan_covers_every_block_once(sol, B, HKV, MB, sms):
 def test_split_plan_targets():
     """The two benchmark shapes of the issue: batch 64 at 8192 tokens splits into 16 per sequence,
     batch 1 at 131072 into 256 (2048 CTAs for 8 KV heads: 15 per SM of an H200)."""
-    sol = _load("ex16_draft_solution_t", DRAFT / "solution" / "solution.py")
+    sol = _load("ex16_solution_t", SOLUTION / "solution.py")
     assert sol._plan(64, 8, 512, 132) == {"P": 32, "S": 16, "grid": (16, 8, 64)}
     assert sol._plan(1, 8, 8192, 132) == {"P": 32, "S": 256, "grid": (256, 8, 1)}
     # the uneven benchmark: the 64-CTAs-per-SM cap makes the splits longer (125 blocks, 2000 tokens)
     assert sol._plan(16, 8, 8192, 132) == {"P": 125, "S": 66, "grid": (66, 8, 16)}
 
 
-# -- the fixtures: each differs from the reference in the one place it says ------------------------
-def test_fixtures_differ_from_the_solution_only_where_they_say():
-    import difflib
-    sol_k, sol_py = (DRAFT / "solution" / "kernel.cu").read_text(), (DRAFT / "solution" / "solution.py").read_text()
-    fx = DRAFT / "fixtures"
-
-    def changed(a, b):
-        return [ln for ln in difflib.unified_diff(a.splitlines(), b.splitlines(), lineterm="", n=0)
-                if ln[:1] in "+-" and not ln.startswith(("+++", "---"))]
-    past = changed(sol_k, (fx / "reads_past_context" / "kernel.cu").read_text())
-    assert [ln for ln in past if "//" not in ln.split("cp_async16")[0] and "cp_async16" in ln] == [
-        "-        cp_async16(smem_addr(sv + t * PD_ROW + col), vc + off, t < ntok);",
-        "+        cp_async16(smem_addr(sv + t * PD_ROW + col), vc + off, true);   // FIXTURE: V past L loaded (0 * NaN)"]
-    assert (fx / "no_split" / "kernel.cu").read_text() == sol_k
-    code = [ln for ln in changed(sol_py, (fx / "no_split" / "solution.py").read_text()) if not ln[1:].startswith('"""')]
-    assert code == ["-_P_MIN = 32                    # blocks per split at least: 512 tokens, 256 KB of K and V per KV head",
-                    "+_P_MIN = 1 << 20  # FIXTURE: never split (was 32)",
-                    "+_P_MIN_WAS = 32                    # blocks per split at least: 512 tokens, 256 KB of K and V per KV head"]
-    nosplit = _load("ex16_fixture_nosplit", fx / "no_split" / "solution.py")
+# -- the fixtures (tests/variants.py): each changes the reference in the one place it says ---------
+def test_the_no_split_fixture_never_splits(tmp_path):
+    from tests.variants import build
+    nosplit = _load("ex16_fixture_nosplit", build("ex16_paged_decode_attention_no_split", tmp_path / "f") / "solution.py")
     assert nosplit._plan(1, 8, 8192, 132)["S"] == 1 and nosplit._plan(64, 8, 512, 132)["S"] == 1
 
 
-def test_fixture_kernels_compile():
-    log, _ptx = _nvrtc_build((DRAFT / "fixtures" / "reads_past_context" / "kernel.cu").resolve())
+def test_the_reads_past_context_fixture_compiles(tmp_path):
+    from tests.variants import build
+    folder = build("ex16_paged_decode_attention_reads_past_context", tmp_path / "f")
+    log, _ptx = _nvrtc_build((folder / "kernel.cu").resolve())
     assert "error" not in log.lower()

@@ -1,18 +1,19 @@
-"""GPU check of the ex16 draft, outside the grader (which cannot grade it yet: README.md).
+"""GPU check of ex16's reference solution outside the grader (an instructor's tool; the grader's
+own check is `grade ex16 --submission solutions/ex16_paged_decode_attention`).
 
-    timeout 600 python drafts/ex16_paged_decode_attention/verify.py                 # correctness, in order
-    timeout 600 python drafts/ex16_paged_decode_attention/verify.py --shapes 0 1    # the first two shapes
-    timeout 600 python drafts/ex16_paged_decode_attention/verify.py --bench         # ... then timings
-    timeout 600 python drafts/ex16_paged_decode_attention/verify.py --fixtures      # the wrong fixtures must fail
-    timeout 600 compute-sanitizer --tool memcheck python .../verify.py --no-pool --shapes 0 1 2 3 4
+    timeout 600 python3 benchmarks/verify_ex16.py                 # correctness, in order
+    timeout 600 python3 benchmarks/verify_ex16.py --shapes 0 1    # the first two shapes
+    timeout 600 python3 benchmarks/verify_ex16.py --bench         # ... then timings (copy, torch SDPA)
+    timeout 600 python3 benchmarks/verify_ex16.py --fixtures      # the wrong fixtures must fail
+    timeout 600 compute-sanitizer --tool memcheck python3 benchmarks/verify_ex16.py --no-pool --shapes 0 1 2 3 4
 
 Inputs are drawn as spec.toml's distributions and then passed through reference.prepare (the
-grader feature this exercise lacks): distinct physical blocks in random order, table entries past
-the context = 2^31 - 1, every KV slot no sequence reads within its context = NaN. o is poisoned
-(NaN) before each call and surrounded by guard zones; the inputs must come back unchanged; o is
-compared with the float64 oracle (on the GPU) under reference.magnitude's bound. It stops at the
-first failing shape. Written without a GPU: never run yet. Always run it under `timeout` (a
-pipeline bug hangs rather than crashes; a hang is exit 124).
+spec's [prepare] hook, as the grader does): distinct physical blocks in random order, table entries
+past the context = 2^31 - 1, every KV slot no sequence reads within its context = NaN. o is
+poisoned (NaN) before each call and surrounded by guard zones; the inputs must come back unchanged;
+o is compared with the float64 oracle (on the GPU) under reference.magnitude's bound. It stops at
+the first failing shape. First run on an H200 on 2026-12-03 (benchmarks/RESULTS.md). Always run it
+under `timeout` (a pipeline bug hangs rather than crashes; a hang is exit 124).
 """
 import argparse
 import importlib.util
@@ -24,8 +25,9 @@ from pathlib import Path
 import cupy as cp
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parents[1]))   # the repository root: solution.py imports grader.kernel
+ROOT = Path(__file__).resolve().parents[1]
+HERE = ROOT / "exercises" / "ex16_paged_decode_attention"
+sys.path.insert(0, str(ROOT))              # the repository root: solution.py imports grader.kernel
 GUARD = 16384                              # float32 elements of guard zone before and after o
 POISON_BITS = 0x7FC00DAD                   # a NaN with a payload (not one a kernel computes)
 
@@ -186,7 +188,7 @@ def main():
     ap.add_argument("--fixtures", action="store_true", help="the fixtures: reads_past_context must fail, "
                     "no_split must pass and be slow at batch 1, context 131072")
     ap.add_argument("--shapes", nargs="*", type=int, help="indices into SHAPES")
-    ap.add_argument("--solution", default=str(HERE / "solution"), help="a folder with solution.py and kernel.cu")
+    ap.add_argument("--solution", default=str(ROOT / "solutions" / "ex16_paged_decode_attention"), help="a folder with solution.py and kernel.cu")
     ap.add_argument("--no-pool", action="store_true",
                     help="CuPy's memory pool off (compute-sanitizer sees out-of-bounds accesses only then)")
     args = ap.parse_args()
@@ -204,14 +206,18 @@ def main():
         if problems:
             sys.exit(1)
     if args.fixtures:
-        fx = HERE / "fixtures"
-        past = _load("ex16_fixture_past", fx / "reads_past_context" / "solution.py")
+        import tempfile
+        from tests.variants import build
+        fx = Path(tempfile.mkdtemp())
+        past = _load("ex16_fixture_past", build("ex16_paged_decode_attention_reads_past_context",
+                                                fx / "reads_past_context") / "solution.py")
         problems, *_ = check(past, SHAPES[2])
         print(f"fixtures/reads_past_context on {SHAPES[2]}: {'caught' if problems else 'NOT CAUGHT'}"
               + "".join(f"\n    {p}" for p in problems), flush=True)
         if not problems:
             sys.exit(1)
-        nosplit = _load("ex16_fixture_nosplit", fx / "no_split" / "solution.py")
+        nosplit = _load("ex16_fixture_nosplit", build("ex16_paged_decode_attention_no_split",
+                                                      fx / "no_split") / "solution.py")
         problems, *_ = check(nosplit, SHAPES[5])
         print(f"fixtures/no_split on {SHAPES[5]}: {'OK' if not problems else 'FAIL'}", flush=True)
         if problems:
