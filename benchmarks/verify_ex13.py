@@ -20,6 +20,8 @@ from pathlib import Path
 import cupy as cp
 import numpy as np
 
+from event_timing import median_ms, median_torch_ms  # this folder: run as python3 benchmarks/verify_ex13.py
+
 ROOT = Path(__file__).resolve().parents[1]
 EXERCISE = ROOT / "exercises" / "ex13_gemm_hopper"
 sys.path.insert(0, str(ROOT))   # the repository root: solution.py imports grader.kernel
@@ -121,42 +123,12 @@ def resources():
               f"dynamic smem {sol._SMEM} B")
 
 
-def timed_torch(fn, reps=20):
-    """Median ms of fn (torch work) by torch's own CUDA events on torch's current stream, with both
-    libraries' queues drained before and after, so no baseline work runs into the next timing."""
-    import torch
-    cp.cuda.Device().synchronize()
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    ts = []
-    for _ in range(reps):
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        ts.append(start.elapsed_time(end))
-    torch.cuda.synchronize()
-    return float(np.median(ts))
-
-
 def bench(M, N, K, kind, rng, reps=20):
     a, b = inputs(M, N, K, kind, rng)
     c = cp.empty((M, N), dtype=a.dtype)
 
     def timed(fn):
-        for _ in range(3):
-            fn()
-        start, end = cp.cuda.Event(), cp.cuda.Event()
-        ts = []
-        for _ in range(reps):
-            start.record()
-            fn()
-            end.record()
-            end.synchronize()
-            ts.append(cp.cuda.get_elapsed_time(start, end))
-        return float(np.median(ts))
+        return median_ms(fn, reps)
 
     t = timed(lambda: sol.solve(a, b, c))
     line = f"{M}x{N}x{K} {kind}: {t:.3f} ms, {2 * M * N * K / t / 1e9:.0f} TFLOP/s"
@@ -168,7 +140,7 @@ def bench(M, N, K, kind, rng, reps=20):
         ta = torch.from_dlpack(a.view(cp.int16)).view(torch.bfloat16 if kind == "bf16" else torch.float16)
         tb = torch.from_dlpack(b.view(cp.int16)).view(ta.dtype)
         tc_ = torch.empty((M, N), dtype=ta.dtype, device=ta.device)
-        tt = timed_torch(lambda: torch.matmul(ta, tb.t(), out=tc_))
+        tt = median_torch_ms(lambda: torch.matmul(ta, tb.t(), out=tc_))
         line += f"; torch.matmul {tt:.3f} ms, ratio {tt / t:.3f}"
     except Exception as exc:  # noqa: BLE001 - torch absent: cupy's cuBLAS stands for f16
         line += f"; torch unavailable ({type(exc).__name__}: {exc})"

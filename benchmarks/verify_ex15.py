@@ -24,6 +24,8 @@ from pathlib import Path
 import cupy as cp
 import numpy as np
 
+from event_timing import median_ms, median_torch_ms  # this folder: run as python3 benchmarks/verify_ex15.py
+
 ROOT = Path(__file__).resolve().parents[1]
 EXERCISE = ROOT / "exercises" / "ex15_gemm_fp8_blockscaled"
 sys.path.insert(0, str(ROOT))   # the repository root: solution.py imports grader.kernel
@@ -123,49 +125,15 @@ def resources():
           f"dynamic smem {sol._SMEM} B")
 
 
-def timed(fn, reps=20):
-    for _ in range(3):
-        fn()
-    start, end = cp.cuda.Event(), cp.cuda.Event()
-    ts = []
-    for _ in range(reps):
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        ts.append(cp.cuda.get_elapsed_time(start, end))
-    return float(np.median(ts))
-
-
-def timed_torch(fn, reps=20):
-    """Median ms of fn (torch work) by torch's own CUDA events on torch's current stream, with both
-    libraries' queues drained before and after, so no baseline work runs into the next timing."""
-    import torch
-    cp.cuda.Device().synchronize()
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    ts = []
-    for _ in range(reps):
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        ts.append(start.elapsed_time(end))
-    torch.cuda.synchronize()
-    return float(np.median(ts))
-
-
 def bench(M, N, K, rng):
     a, sa, b, sb = inputs(M, N, K, "normal", rng)
     d = cp.empty((M, N), dtype=cp.uint16)
     fl = 2 * M * N * K
-    t = timed(lambda: sol.solve(a, sa, b, sb, d))
+    t = median_ms(lambda: sol.solve(a, sa, b, sb, d))
     line = f"{M}x{N}x{K}: {t:.3f} ms, {fl / t / 1e9:.0f} TFLOP/s"
     a16 = cp.ones((M, K), dtype=cp.float16)
     b16 = cp.ones((N, K), dtype=cp.float16)
-    th = timed(lambda: cp.matmul(a16, b16.T))     # cuBLAS fp16 TN (a baseline, not graded code)
+    th = median_ms(lambda: cp.matmul(a16, b16.T))     # cuBLAS fp16 TN (a baseline, not graded code)
     line += f"; cuBLAS fp16 {fl / th / 1e9:.0f} TFLOP/s (x{th / t:.2f})"
     del a16, b16
     try:
@@ -173,7 +141,7 @@ def bench(M, N, K, rng):
         ta = torch.randn(M, K, device="cuda").to(torch.float8_e4m3fn)
         tb = torch.randn(N, K, device="cuda").to(torch.float8_e4m3fn)
         one = torch.tensor(1.0, device="cuda")
-        tt = timed_torch(lambda: torch._scaled_mm(ta, tb.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16))
+        tt = median_torch_ms(lambda: torch._scaled_mm(ta, tb.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16))
         line += f"; torch._scaled_mm per-tensor {fl / tt / 1e9:.0f} TFLOP/s (ratio {tt / t:.3f}, target >= 0.75)"
     except Exception as exc:  # noqa: BLE001 - torch absent or too old: the other baselines stand
         line += f"; torch._scaled_mm unavailable ({type(exc).__name__}: {exc})"

@@ -25,6 +25,8 @@ from pathlib import Path
 import cupy as cp
 import numpy as np
 
+from event_timing import median_ms, median_torch_ms  # this folder: run as python3 benchmarks/verify_ex16.py
+
 ROOT = Path(__file__).resolve().parents[1]
 HERE = ROOT / "exercises" / "ex16_paged_decode_attention"
 sys.path.insert(0, str(ROOT))              # the repository root: solution.py imports grader.kernel
@@ -139,29 +141,15 @@ def resources(sol):
               f"{a['shared_size_bytes']} B static smem; dynamic smem {sol._SMEM if name != 'combine' else 0} B")
 
 
-def timed(fn, reps=30):
-    for _ in range(3):
-        fn()
-    start, end = cp.cuda.Event(), cp.cuda.Event()
-    ts = []
-    for _ in range(reps):
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        ts.append(cp.cuda.get_elapsed_time(start, end))
-    return float(np.median(ts))
-
-
 def bench(sol, shape):
     B, HQ, HKV, NB, MB, lengths, kind, dtype = shape
     q, k, v, table, lens = draw(*shape, 1)
     o = cp.empty((B, HQ, 128), cp.float32)
     kv_bytes = 2 * int(lens.astype(cp.int64).sum()) * HKV * 128 * 2
-    t = timed(lambda: sol.solve(q, k, v, table, lens, o))
+    t = median_ms(lambda: sol.solve(q, k, v, table, lens, o))
     src = cp.empty(kv_bytes // 2, cp.uint8)              # the copy baseline: read N, write N (2N = the KV bytes)
     dst = cp.empty_like(src)
-    tc = timed(lambda: cp.copyto(dst, src))
+    tc = median_ms(lambda: cp.copyto(dst, src))
     copy_bw = 2 * src.nbytes / tc / 1e6                  # GB/s, reads + writes
     line = (f"{shape}: {t:.3f} ms, {kv_bytes / t / 1e6:.0f} GB/s of KV read; copy {copy_bw:.0f} GB/s; "
             f"ratio {kv_bytes / t / 1e6 / copy_bw:.3f} (target >= 0.80)")
@@ -175,7 +163,7 @@ def bench(sol, shape):
             K = torch.as_tensor(k[idx].reshape(B, nbk * 16, HKV, 128)[:, :L].transpose(0, 2, 1, 3).copy(), device="cuda")
             V = torch.as_tensor(v[idx].reshape(B, nbk * 16, HKV, 128)[:, :L].transpose(0, 2, 1, 3).copy(), device="cuda")
             Q = torch.as_tensor(q, device="cuda")[:, :, None, :]
-            ts = timed(lambda: F.scaled_dot_product_attention(Q, K, V, enable_gqa=True))
+            ts = median_torch_ms(lambda: F.scaled_dot_product_attention(Q, K, V, enable_gqa=True))
             line += f"; torch SDPA over the gathered (contiguous) cache {ts:.3f} ms, ratio {ts / t:.3f}"
     except ImportError:
         pass

@@ -221,7 +221,10 @@ def draw_values(xp: Any, rs: Any, kind: str, p: Mapping[str, float], shape: tupl
     ``skewed`` without ``value`` draws the hot value per call from [low, high) without 0;
     ``masked`` is normal(mean, std) with each element replaced by ``value`` (which may be +-inf)
     with probability ``fraction``; ``cauchy`` is clipped to the dtype's largest finite value;
-    ``row_constant`` repeats one normal(mean, std) value along the last axis of each row.
+    ``row_constant`` repeats one normal(mean, std) value along the last axis of each row;
+    ``ramp`` spaces the values evenly from low to high (both included; rounded for integer dtypes)
+    and shuffles them: uneven values whose sum is the same in every draw (a benchmark's work then
+    does not vary between its input sets).
     """
     import numpy as np
 
@@ -245,6 +248,12 @@ def draw_values(xp: Any, rs: Any, kind: str, p: Mapping[str, float], shape: tupl
     elif kind == "row_constant":
         lead = tuple(shape[:-1]) + (1,) if shape else ()
         a = xp.broadcast_to(rs.normal(p["mean"], p["std"], size=lead), shape)
+    elif kind == "ramp":
+        n = math.prod(shape)
+        a = p["low"] + (p["high"] - p["low"]) * xp.arange(n, dtype=xp.float64) / max(n - 1, 1)
+        if np.dtype(value_dtype(dtype)).kind in "iu":
+            a = xp.rint(a)
+        a = a[xp.asarray(rs.permutation(n))].reshape(shape)
     else:  # pragma: no cover - spec validation rejects unknown kinds
         raise ValueError(kind)
     return encode(xp, a, dtype)

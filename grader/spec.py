@@ -36,6 +36,7 @@ DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
     "masked": ("mean", "std", "value", "fraction"),  # normal, with `fraction` of elements `value` (+-inf allowed)
     "cauchy": ("loc", "scale"),       # heavy-tailed; clipped to the dtype's finite range
     "row_constant": ("mean", "std"),  # one normal value per row (last axis), repeated along the row
+    "ramp": ("low", "high"),          # evenly spaced from low to high (both included), in a random order
     "constant": ("value",),           # scalars only
 }
 OPTIONAL_PARAMS = {"skewed": ("value",)}   # skewed without `value`: the hot value is drawn per case
@@ -752,7 +753,7 @@ class _Parser:
                     raise self.err(f, "std must be > 0 (never all-constant data)", "set std > 0")
                 if kind == "cauchy" and params["scale"] <= 0:
                     raise self.err(f, "scale must be > 0", "set scale > 0")
-                if kind in ("uniform", "integers", "skewed") and params["high"] <= params["low"]:
+                if kind in ("uniform", "integers", "skewed", "ramp") and params["high"] <= params["low"]:
                     raise self.err(f, "high must be > low", "set high > low")
                 concrete = types.get(t.dtype, (t.dtype,))
                 int_types = [c for c in concrete if not is_float(c)]
@@ -761,9 +762,9 @@ class _Parser:
                 if kind in REAL_ONLY and int_types:
                     raise self.err(f, f"{kind} draws reals (and maybe inf), but {t.name} may be {int_types[0]}",
                                    "use it for float inputs only")
-                for dt in int_types if kind in ("integers", "skewed") else ():
+                for dt in int_types if kind in ("integers", "skewed", "ramp") else ():
                     info = _int_range(dt)
-                    values = [params["low"], params["high"] - 1] + ([params["value"]] if "value" in params else [])
+                    values = [params["low"], params["high"] - (kind != "ramp")] + ([params["value"]] if "value" in params else [])
                     if min(values) < info[0] or max(values) > info[1]:
                         raise self.err(f, f"values {[int(v) for v in values]} do not all fit {dt}",
                                        f"keep low, high - 1 and value within [{info[0]}, {info[1]}]")

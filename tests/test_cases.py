@@ -292,3 +292,17 @@ def test_hypothesis_settings_ignore_the_loaded_profile() -> None:
             assert GRADING.hypothesis_settings().max_examples == 120
     finally:
         settings.load_profile(before)
+
+
+def test_ramp_is_uneven_with_the_same_sum_in_every_draw() -> None:
+    """kind = "ramp": evenly spaced from low to high, both included, shuffled per draw, so a
+    benchmark's work (the sum) is the same for every input set while the order is not."""
+    from grader.cases import draw_values
+    draws = [draw_values(np, np.random.RandomState(s), "ramp", {"low": 1, "high": 130000}, (16,), "int32")
+             for s in (1, 2)]
+    for a in draws:
+        assert a.dtype == np.int32 and sorted(a.tolist())[0] == 1 and a.max() == 130000
+        assert abs(int(a.sum()) - 16 * 65000.5) <= 8   # each value rounded by at most 1/2
+    assert sorted(draws[0].tolist()) == sorted(draws[1].tolist()) and draws[0].tolist() != draws[1].tolist()
+    x = draw_values(np, np.random.RandomState(0), "ramp", {"low": -1.0, "high": 1.0}, (2, 3), "float32")
+    assert x.shape == (2, 3) and sorted(x.ravel().tolist()) == pytest.approx([-1, -0.6, -0.2, 0.2, 0.6, 1])
