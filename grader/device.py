@@ -34,7 +34,7 @@ class DeviceInfo:
 
 # Hopper's dense FP8 tensor-core rate is twice its FP16/BF16 rate (NVIDIA H100 and H200 datasheets:
 # 1,979 vs 989 TFLOP/s dense, SXM). A bound, not a library's speed: torch._scaled_mm per-tensor FP8
-# reached 1228-1342 TFLOP/s at 8192^3 on the H200 (DESIGN.md; benchmarks/RESULTS.md, 2026-12-03)
+# reached 1228-1342 TFLOP/s at 8192^3 on the H200 (benchmarks/RESULTS.md, 2026-12-03)
 # where cuBLAS fp16 reached 748-839, 1.6x rather than 2x.
 FP8_PER_FP16 = 2.0
 

@@ -1,6 +1,6 @@
 """The grading pipeline: spec -> cases -> worker -> compare -> timing -> score -> GradeResult.
 
-Data flows one way (DESIGN "The grading pipeline"). The parent draws inputs, owns every buffer,
+Data flows one way. The parent draws inputs, owns every buffer,
 runs the float64 oracle and compares; the submission only ever runs inside a worker process.
 """
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """One concrete call of ``solve``, owned by the parent: drawn values, the oracle's expected outputs,
-the guarded buffers, and the checks after a call (DESIGN must 2).
+the guarded buffers, and the checks after a call (outputs preallocated, poisoned and guarded by the parent;
+inputs checked unchanged after every call).
 
 Used for every correctness case and for each input set of a benchmark shape.
 """

@@ -1,4 +1,4 @@
-"""Points from correctness and speed (DESIGN "Scoring").
+"""Points from correctness and speed.
 
 - Correctness gates performance: a submission that fails any correctness case gets zero
   correctness points and no performance points.
@@ -141,8 +141,8 @@ def score(correct: bool, shapes: Sequence[ShapePerf], thresholds: Thresholds,
 
 
 # The memory ceiling is the copy bandwidth (reads and writes). Read-mostly kernels legitimately run
-# a little above it: on the H200 cupy.sum read at 4495 GB/s against a 4255 GB/s copy (1.056x,
-# DESIGN "Measured ceilings"), and the ex04 reference measured 1.064x in grade (2026-11-30).
+# a little above it: on the H200 cupy.sum read at 4495 GB/s against a 4255 GB/s copy (1.056x),
+# and the ex04 reference measured 1.064x in grade (benchmarks/RESULTS.md, 2026-11-30).
 PLAUSIBLE_CEILING_FRACTION = 1.15
 
 

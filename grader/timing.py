@@ -15,8 +15,8 @@ with a ``solve`` that does nothing, so its unaccounted time is the harness's own
    parent write the inputs and poison the outputs: a stopped worker cannot act on them, and GPU
    work it queued earlier (say a kernel waiting for the inputs to change) is seen by the drain
    check (:class:`grader.sandbox.watch.GpuDrain`): the parent waits until no other CUDA context has
-   work on the GPU, and that wait is charged to the contestant's round (DESIGN must 10: no work
-   queued earlier gains anything; mapping, whose cost grows with the data, stays out of the timed
+   work on the GPU, and that wait is charged to the contestant's round (no work queued
+   earlier gains anything; mapping, whose cost grows with the data, stays out of the timed
    window). The parent looks for the contestant's processes, starts its wall clock and resumes
    them (the clock runs from the first SIGCONT: however many threads or processes a worker has,
    nothing it runs after being continued is outside the window). In one
@@ -29,14 +29,14 @@ with a ``solve`` that does nothing, so its unaccounted time is the harness's own
    drained: time any of the contestant's GPU work still needed after its reply is added to its
    round's wall time (GpuDrain does not count a wait under NOISE_MS). Only then are the other
    processes of its session looked for and stopped (nothing runs on its side between its rounds). Then the
-   parent checks every output, guard and input of the round (DESIGN must 4). Contestants alternate
+   parent checks every output, guard and input of the round (every output a timed call produced must be correct). Contestants alternate
    within a round, so drifts in clock or temperature hit them alike.
 3. One sample per round: the MEAN of that round's call times, so doing several calls' work in one
    call and nothing in the others gains nothing (per-call medians would). When most rounds
    (UNEVEN_SHARE) have call times that differ by more than UNEVEN_RATIO, the result is flagged.
 4. Stop when the relative standard error of the median is below the target (after a minimum
    number of samples), or at the sample cap, or at the wall-clock cap.
-5. The parent's wall clock bounds what the worker reports (DESIGN must 5): a round's unaccounted
+5. The parent's wall clock bounds what the worker reports (time outside the events is counted or flagged): a round's unaccounted
    time is its wall time (plus any drain) less the sum of its call times, divided by the calls
    (work on side streams, in host threads, deferred past the reply, or a patched timer all land
    there). A contestant may have as much of it per call as the baseline has, plus OUTSIDE_SHARE of

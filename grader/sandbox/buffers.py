@@ -1,6 +1,6 @@
 """Arrays shared between parent and worker, with guard zones around each one.
 
-The parent allocates every argument of ``solve`` (DESIGN must 2): on the GPU with plain
+The parent allocates every argument of ``solve`` (outputs preallocated, poisoned and guarded by the parent): on the GPU with plain
 ``cudaMalloc`` (not CuPy's pool) so that it can be exported through CUDA IPC; on the host
 (tests, CPU-side fake submissions) in POSIX shared memory. Each allocation is laid out as::
 
@@ -14,7 +14,7 @@ memory through :class:`Mapper`.
 An :class:`Arena` is one allocation that holds several such guarded arrays back to back: the
 buffers of one timed round (every input set of a benchmark shape). The parent allocates a fresh
 arena for every round and every contestant, so the memory a timed call reads is memory the worker
-could not address before that call's request (DESIGN must 10): work a worker queued earlier
+could not address before that call's request (no work queued earlier may touch a timed call's inputs): work a worker queued earlier
 (a kernel waiting for the next inputs) can only ever see stale buffers. A worker's mapping keeps an
 allocation alive after the parent frees it (CUDA IPC and POSIX shared memory are reference counted;
 checked on the H200, 2026-12-01: a stale importer mapping still read the old data after the

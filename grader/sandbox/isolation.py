@@ -1,5 +1,5 @@
 """The worker's view of the filesystem: the submission, the grader package and the Python
-environment, not the course's files (DESIGN must 8).
+environment, not the course's files (course files are out of its reach through the filesystem, not only through sys.path).
 
 A submission's worker starts inside new Linux user and mount namespaces (``unshare``, from
 util-linux; no privileges needed where unprivileged user namespaces are enabled). There, before

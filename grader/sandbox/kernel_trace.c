@@ -1,7 +1,7 @@
 /* The grader's kernel tracer: a CUDA injection library (CUDA_INJECTION64_PATH) that records every
  * kernel the worker's process launches, whoever launches it (the submission's RawKernel, CuPy,
  * cuBLAS, torch, Triton), and the other GPU work a library could do in its place, for the
- * own-kernels check (DESIGN must 9).
+ * own-kernels check (the graded result must be the work of the submission's own kernels).
  *
  * The CUDA driver loads this library when the worker initialises CUDA, before any submission code
  * runs, and calls InitializeInjection. That subscribes to CUPTI's callback API for the functions of

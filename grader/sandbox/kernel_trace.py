@@ -1,4 +1,4 @@
-"""The own-kernels check (DESIGN must 9): which kernels ran in a worker, seen from the grader.
+"""The own-kernels check (a graded result must be the submission's own kernels' work): which kernels ran in a worker, seen from the grader.
 
 A worker of the CUDA backend starts with ``CUDA_INJECTION64_PATH`` naming the tracer library built
 from ``kernel_trace.c``: the CUDA driver loads it when the worker initialises CUDA (before any

@@ -1,4 +1,4 @@
-"""The worker process: the only place where submission code runs (DESIGN must 1).
+"""The worker process: the only place where submission code runs (the trusted parent never imports it).
 
 Started by :class:`grader.sandbox.supervisor.Worker` as ``python -m grader.sandbox.worker FD BACKEND``
 with a connected socket on file descriptor FD. It serves requests one at a time:
