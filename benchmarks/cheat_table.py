@@ -39,8 +39,11 @@ def main() -> None:
         else:
             from grader.spec import load_spec
             from tests.conftest import grade_folder
-            r = grade_folder(load_spec(ex / "spec.toml"), folder, reference=ref if ref.is_dir() else None,
-                             profile=GPU_PROFILE, policy=GPU_POLICY)
+            import tempfile
+            from tests.conftest import cheat_submission
+            with tempfile.TemporaryDirectory() as tmp:
+                r = grade_folder(load_spec(ex / "spec.toml"), cheat_submission(folder, Path(tmp)),
+                                 reference=ref if ref.is_dir() else None, profile=GPU_PROFILE, policy=GPU_POLICY)
         try:
             check_expectation(r, m)
             ok = "yes"

@@ -1,4 +1,5 @@
-"""Shared fixtures: the course root, spec loading, GPU/nvcc skips, and a direct grade helper."""
+"""Shared fixtures: the course root, spec loading, GPU/nvcc skips, a direct grade helper, and the
+cheat corpus's submission folders."""
 from __future__ import annotations
 
 import shutil
@@ -53,6 +54,24 @@ def grade_folder(spec: Spec, folder: Path, *, backend: str = "cuda", profile: Pr
     opts = GradeOptions(profile=profile or PROFILES["quick"], seed=seed, backend=backend, reference=reference,
                         benchmark=benchmark, policy=policy or StopPolicy(), case_token=case_token)
     return grade(spec, folder, opts, be, info, ceil, cal)
+
+
+CHEATS = Path(__file__).resolve().parent / "cheats"
+SHARED_KERNELS = CHEATS / "_kernels"   # kernels several cheats use unchanged, named by cheat.toml's ``kernel``
+
+
+def cheat_submission(folder: Path, dest: Path) -> Path:
+    """The submission folder of cheat ``folder``: the folder itself when it holds its kernel.cu;
+    otherwise (cheat.toml names ``kernel = "FILE"`` in tests/cheats/_kernels/) a copy of it at
+    ``dest / folder.name`` with that file as kernel.cu."""
+    import tomllib
+    if (folder / "kernel.cu").is_file():
+        return folder
+    shared = SHARED_KERNELS / tomllib.loads((folder / "cheat.toml").read_text())["kernel"]
+    out = dest / folder.name
+    shutil.copytree(folder, out, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(shared, out / "kernel.cu")
+    return out
 
 
 def fake_submission(tmp_path: Path, body: str, name: str = "sub") -> Path:

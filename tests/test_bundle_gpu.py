@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FIXTURES, ROOT, spec_of
+from tests.conftest import CHEATS, FIXTURES, ROOT, cheat_submission, spec_of
 
 pytestmark = pytest.mark.gpu
 EXERCISES = sorted(p.name for p in (ROOT / "solutions").iterdir() if (ROOT / "exercises" / p.name).is_dir())
@@ -106,7 +106,7 @@ def test_naive_fixture_stays_below_its_ladder_bound_in_the_bundle(bundle: Path, 
     ("ex07_softmax", "host_thread_launch", "refused")])
 def test_side_stream_and_host_thread_cheats_are_caught_in_the_bundle(bundle: Path, tmp_path: Path,
                                                                      exercise: str, cheat: str, caught: str) -> None:
-    r = grade_in_bundle(bundle, exercise, ROOT / "tests" / "cheats" / exercise / cheat, tmp_path)
+    r = grade_in_bundle(bundle, exercise, cheat_submission(CHEATS / exercise / cheat, tmp_path / "cheat"), tmp_path)
     assert r["status"] == "graded", summary(r)
     if caught == "flag":
         assert any("outside the timed events" in f for f in r["flags"]), summary(r)

@@ -17,6 +17,8 @@ tries>``), ``kernel.cu`` (empty for CPU-side cheats) and ``cheat.toml``:
                   alternatives separated by " | " where either of two checks may (a time patch just
                   above the wall-clock slack is caught by that bound or, when the worker's own
                   harness overhead happens to run low, by the implausibility check)
+    kernel      = optional: a file of tests/cheats/_kernels/ used as kernel.cu (a kernel several
+                  cheats share unchanged), instead of the folder's own kernel.cu
 
 Host cheats are graded here with small profiles; cuda ones are marked ``gpu``.
 """
@@ -37,14 +39,14 @@ from grader.cases import PROFILES
 from grader.grade import GradeResult
 from grader.spec import load_spec
 from grader.timing import StopPolicy
-from tests.conftest import FIXTURES, ROOT, grade_folder
+from tests.conftest import CHEATS, FIXTURES, ROOT, SHARED_KERNELS, cheat_submission, grade_folder
 
-CHEATS = Path(__file__).resolve().parent / "cheats"
 COURSE = FIXTURES / "course"
 FOLDERS = sorted(p.parent for p in CHEATS.glob("*/*/cheat.toml"))
 EXPECT = ("incorrect", "flag", "zero_performance", "rejected", "no_gain")
 BACKENDS = ("host", "cuda")
 KEYS = {"tries", "backend", "exercise", "expect", "detected_by"}
+OPTIONAL_KEYS = {"kernel"}
 # Case statuses that are a refusal rather than a wrong answer.
 REFUSALS = {"forbidden", "forbidden_library", "foreign_kernel", "tampered", "required"}
 
@@ -206,8 +208,8 @@ def test_the_corpus_covers_enough_cheats():
 @pytest.mark.parametrize("folder", FOLDERS, ids=cheat_id)
 def test_cheat_folder_is_well_formed(folder):
     m = meta(folder)
-    assert set(m) == KEYS, f"cheat.toml keys: {sorted(m)}"
-    assert all(isinstance(m[k], str) and m[k].strip() for k in KEYS)
+    assert KEYS <= set(m) <= KEYS | OPTIONAL_KEYS, f"cheat.toml keys: {sorted(m)}"
+    assert all(isinstance(m[k], str) and m[k].strip() for k in m)
     assert "\n" not in m["tries"]
     assert m["backend"] in BACKENDS and m["expect"] in EXPECT
     assert m["detected_by"] == m["detected_by"].lower()
@@ -217,13 +219,22 @@ def test_cheat_folder_is_well_formed(folder):
     assert first.startswith("# cheat: ") and len(first) > len("# cheat: ") + 5, first
     assert first == f"# cheat: {m['tries']}"
     ast.parse(source, filename=str(folder / "solution.py"))
-    assert (folder / "kernel.cu").is_file()
+    # its own kernel.cu or a shared one, never both
+    assert (folder / "kernel.cu").is_file() != ("kernel" in m), "kernel.cu, or kernel = ... in cheat.toml"
+    kernel = SHARED_KERNELS / m["kernel"] if "kernel" in m else folder / "kernel.cu"
+    assert kernel.is_file(), kernel
     if m["backend"] == "host":
         assert (COURSE / "exercises" / m["exercise"] / "spec.toml").is_file()
-        assert (folder / "kernel.cu").read_text().strip() == ""
+        assert kernel.read_text().strip() == ""
     else:
         assert (ROOT / "exercises" / m["exercise"] / "spec.toml").is_file()
-        assert (folder / "kernel.cu").read_text().strip(), "a GPU cheat needs its kernel.cu"
+        assert kernel.read_text().strip(), "a GPU cheat needs its kernel.cu"
+
+
+def test_every_shared_kernel_is_used_by_several_cheats():
+    used = [meta(f)["kernel"] for f in FOLDERS if "kernel" in meta(f)]
+    for k in SHARED_KERNELS.glob("*.cu"):
+        assert used.count(k.name) >= 2, f"{k.name}: used by {used.count(k.name)} cheat(s); keep a kernel used once in its cheat's folder"
 
 
 # -- host cheats: graded in CI -----------------------------------------------------------------------
@@ -253,10 +264,10 @@ def test_the_honest_reference_is_not_flagged(exercise):
 # -- cuda cheats: on a GPU -------------------------------------------------------------------------------
 @pytest.mark.gpu
 @pytest.mark.parametrize("folder", by_backend("cuda"), ids=cheat_id)
-def test_cuda_cheat_is_caught(folder):
+def test_cuda_cheat_is_caught(folder, tmp_path):
     m = meta(folder)
     ex, ref = exercise_dirs(m)
-    r = grade_folder(load_spec(ex / "spec.toml"), folder, backend="cuda",
+    r = grade_folder(load_spec(ex / "spec.toml"), cheat_submission(folder, tmp_path), backend="cuda",
                      reference=ref if ref.is_dir() else None, profile=GPU_PROFILE, policy=GPU_POLICY)
     check_expectation(r, m)
     check_reports(r)
@@ -267,11 +278,11 @@ def test_cuda_cheat_is_caught(folder):
                     reason="NVRTC cannot be loaded on this machine")
 @pytest.mark.parametrize("folder", [f for f in by_backend("cuda") if meta(f)["detected_by"] == "forbidden_headers"],
                          ids=cheat_id)
-def test_forbidden_header_cheat_is_refused_by_the_compile_alone(folder):
+def test_forbidden_header_cheat_is_refused_by_the_compile_alone(folder, tmp_path):
     """The PTX of the cheat's own compile names the forbidden header (``grade --compile-only`` and,
     on the GPU, the refusal before solve both read it); the GPU test grades it in full."""
     from grader.static import static_report
     m = meta(folder)
-    rep = static_report(load_spec(ROOT / "exercises" / m["exercise"] / "spec.toml"), folder)
+    rep = static_report(load_spec(ROOT / "exercises" / m["exercise"] / "spec.toml"), cheat_submission(folder, tmp_path))
     assert rep.compiled, rep.problems
     assert any("forbidden_headers" in p for p in rep.problems), rep.problems

@@ -6,7 +6,7 @@ from dataclasses import replace
 import pytest
 
 from grader.spec import Limits
-from tests.conftest import FIXTURES, ROOT, grade_folder, spec_of
+from tests.conftest import CHEATS, FIXTURES, ROOT, cheat_submission, grade_folder, spec_of
 
 pytestmark = pytest.mark.gpu
 EXERCISES = sorted(p.name for p in (ROOT / "solutions").iterdir() if (ROOT / "exercises" / p.name).is_dir())
@@ -222,11 +222,11 @@ def test_nvml_sees_the_workers_device_memory() -> None:
         w.close()
 
 
-def test_kernels_are_traced_and_a_library_kernel_is_named() -> None:
+def test_kernels_are_traced_and_a_library_kernel_is_named(tmp_path) -> None:
     spec = spec_of("ex04_reduction")
     own = grade_folder(spec, ROOT / "solutions" / "ex04_reduction", benchmark=False)
     assert own.correct and "kernels traced (CUPTI" in own.isolation, own.isolation
-    r = grade_folder(spec, ROOT / "tests" / "cheats" / "ex04_reduction" / "cupy_sum_library", benchmark=False)
+    r = grade_folder(spec, cheat_submission(CHEATS / "ex04_reduction" / "cupy_sum_library", tmp_path), benchmark=False)
     f = r.smallest_failure
     assert f is not None and f.status == "foreign_kernel" and r.score.total == 0
     assert "cupy_sum" in f.message and "of the submission's own sources (its kernels: unused)" in f.message
