@@ -290,7 +290,8 @@ def test_paged_decode_reading_past_the_context_fails(tmp_path) -> None:
 
 def test_paged_decode_without_split_k_is_correct_and_scores_clearly_fewer_points(tmp_path) -> None:
     """One CTA per (sequence, KV head): as fast as the reference at batch 64, far slower at batch 1
-    over 131072 tokens (8 CTAs for 132 SMs), where split-K is the lesson."""
+    over 131072 tokens (8 CTAs for 132 SMs), where split-K is the lesson. On the H200 (2026-12-03):
+    35.5 of 60 performance points, ratios 1.02 / 0.158 / 1.04 / 0.76 (uneven batch)."""
     from tests.variants import build
     name = "ex16_paged_decode_attention"
     r = grade_folder(spec_of(name), build(f"{name}_no_split", tmp_path / "no_split"), reference=ROOT / "solutions" / name)
@@ -298,4 +299,4 @@ def test_paged_decode_without_split_k_is_correct_and_scores_clearly_fewer_points
     ratios = {b.name: round(b.ratio, 3) for b in r.benchmarks}
     print(f"LADDER {name}_no_split: performance {r.score.performance:.1f}/{r.score.performance_max:g}, ratios {ratios}")
     assert ratios["b1 ctx131072 hq32 hkv8 (split-K)"] < 0.3, ratios
-    assert r.score.performance <= 0.6 * r.score.performance_max, ratios
+    assert r.score.performance <= 0.7 * r.score.performance_max, ratios
