@@ -12,7 +12,6 @@ from __future__ import annotations
 import importlib.util
 import math
 import re
-import tomllib
 
 import numpy as np
 import pytest
