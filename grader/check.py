@@ -4,8 +4,8 @@ Per exercise: the files exist; the spec is valid and its points are positive; TO
 ``grade new`` (reported, not failures); the stub is not the reference solution (exactly or in
 most of its lines, grader.leaks); the solution and the stub pass the static checks (compiled with
 NVRTC as grading does, ``solve``'s signature, required/forbidden features; skipped, and said so,
-when no compiler is installed); the negative controls (grader.controls) fail
-and the oracle passes; and, on a GPU, the reference solution gets full marks and the stub compiles
+when no compiler is installed); a spec's [prepare] function gives the same values twice for the
+same case; the negative controls (grader.controls) fail and the oracle passes; and, on a GPU, the reference solution gets full marks and the stub compiles
 and scores zero without a crash. What cannot run here is listed as skipped.
 """
 from __future__ import annotations
@@ -100,13 +100,24 @@ def check_exercise(ex: Exercise, gpu: bool, controls: bool = True,
                 f"{n} kernel{'s' if n != 1 else ''} compiled with {rep.compiler} for {rep.arch}")
         else:
             rows.append(CheckRow(ex.name, f"{label}: static", "skip", rep.skipped[0]))
+    oracle = None
     try:
         from grader.instance import load_oracle
-        load_oracle(spec)
+        oracle = load_oracle(spec)
         add("oracle", True, "reference.py loads")
     except Exception as exc:  # noqa: BLE001 - a broken oracle is this exercise's problem, not the check's
         add("oracle", False, oracle_problem(exc, ex.directory / "reference.py"))
         controls = False
+    if oracle is not None and spec.prepare:
+        from grader.cases import PROFILES, edge_cases
+        from grader.controls import control_spec
+        from grader.instance import prepare_problem
+        small = edge_cases(control_spec(spec), PROFILES["quick"], seed=0)
+        if small:
+            why = prepare_problem(spec, oracle, small[0])
+            add("prepare", why is None, why or f"{spec.prepare} gives the same values for the same case")
+        else:
+            rows.append(CheckRow(ex.name, "prepare", "skip", "no edge case small enough to draw on the CPU"))
     if controls:
         from grader.controls import run_controls
         try:

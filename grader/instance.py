@@ -7,6 +7,7 @@ Used for every correctness case and for each input set of a benchmark shape.
 from __future__ import annotations
 
 import importlib.util
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from grader.cases import Case, make_inputs
@@ -63,12 +64,23 @@ def draw_inputs(spec: Spec, case: Case, xp: Any, oracle: Callable[..., Any]) -> 
     if prepare is None:
         return values
     names = list(spec.drawn)
-    out = prepare(xp, np.random.RandomState(case.seed), *(values[n] for n in names))
+    path = spec.directory / "reference.py"
+    where = f"{path}: {spec.prepare}"
+    try:
+        out = prepare(xp, np.random.RandomState(case.seed), *(values[n] for n in names))
+    except Exception as exc:   # the instructor's code: name the file and line, as for a spec error
+        import traceback
+        lines = [f.lineno for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename).resolve() == path.resolve()]
+        at = f" (reference.py:{lines[-1]})" if lines else ""
+        raise ValueError(f"{where}(xp, rs, {', '.join(names)}) raised {type(exc).__name__}: {exc}{at}; fix: "
+                         f"make it work for every case the spec allows") from None
+    if out is None:
+        raise ValueError(f"{where} returned None; fix: return the {len(names)} drawn values {names} "
+                         f"(changed or not), in that order")
     out = list(out) if isinstance(out, (tuple, list)) else [out]
-    where = f"{spec.directory / 'reference.py'}: {spec.prepare}"
     if len(out) != len(names):
-        raise ValueError(f"{where} returned {len(out)} arrays for the {len(names)} drawn values {names}; fix: "
-                         f"return one per drawn value, in that order")
+        raise ValueError(f"{where} returned {len(out)} array{'s' if len(out) != 1 else ''} for the {len(names)} "
+                         f"drawn values {names}; fix: return one per drawn value, in that order")
     prepared = {}
     for n, new in zip(names, out):
         old = values[n]
@@ -81,6 +93,22 @@ def draw_inputs(spec: Spec, case: Case, xp: Any, oracle: Callable[..., Any]) -> 
                              f"{tuple(old.shape)}; fix: keep each value's shape and dtype")
         prepared[n] = new
     return prepared
+
+
+def prepare_problem(spec: Spec, oracle: Callable[..., Any], case: Case) -> str | None:
+    """Why the spec's [prepare] function is unfit for ``case`` (numpy), or None: it raised or
+    returned the wrong values (:func:`draw_inputs`' message), or two draws of the same case differ
+    (it used a random source other than its ``rs``, so a case could not be reproduced from its token)."""
+    import numpy as np
+    try:
+        first, second = (draw_inputs(spec, case, np, oracle) for _ in range(2))
+    except ValueError as exc:
+        return str(exc)
+    differ = [n for n in first if not np.array_equal(first[n], second[n], equal_nan=first[n].dtype.kind in "fc")]
+    if differ:
+        return (f"{spec.directory / 'reference.py'}: {spec.prepare} gave different {', '.join(differ)} for the same "
+                f"case; fix: draw only from its rs argument (a case must be reproducible from its seed)")
+    return None
 
 
 def oracle_args(spec: Spec, values: Mapping[str, Any], xp: Any, types: Mapping[str, str] | None = None) -> list[Any]:
@@ -142,7 +170,11 @@ class Instance:
         self.values: dict[str, Any] = {}
         self.expected: list[Any] = []
         self.magnitudes: list[Any] = []
-        self.refresh(case)
+        try:
+            self.refresh(case)
+        except BaseException:   # the oracle or prepare failed: give the buffers back (host: shared memory)
+            self.free()
+            raise
 
     def _layout(self) -> list[tuple[str, tuple[int, ...], str, int]]:
         return [(t.name, t.concrete_shape(self.dims), storage_dtype(t.concrete_dtype(self.types)),

@@ -538,6 +538,9 @@ class _Parser:
         if prepare is not None and not prepare.isidentifier():
             raise self.err("prepare", f"function {prepare!r} is not a Python function name",
                            'name a function of reference.py, e.g. function = "prepare"')
+        if prepare in ("reference", "magnitude"):
+            raise self.err("prepare", f"function {prepare!r} is the oracle's own; prepare(xp, rs, *values) "
+                           "turns drawn values into inputs", 'write a function of its own, e.g. function = "prepare"')
         lim = self.table(self.raw.get("limits"), "limits", required=False)
         keys = tuple(Limits.__dataclass_fields__)
         self.only(lim, "limits", keys)

@@ -122,7 +122,9 @@ def test_a_prepare_function_reference_py_lacks_is_named(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("returned, problem", [
-    ("x", r"returned 1 arrays for the 2 drawn values \['x', 'idx'\]"),
+    ("x", r"returned 1 array for the 2 drawn values \['x', 'idx'\]"),
+    ("None", r"returned None; fix: return the 2 drawn values"),
+    ("x, idx[n]", r"prepare\(xp, rs, x, idx\) raised NameError: name 'n' is not defined \(reference.py:7\)"),
     ("x, idx[:-1]", r"returned 'idx' as int32 \(776,\), drawn as int32 \(777,\)"),
     ("x, idx.astype(xp.int64)", r"returned 'idx' as int64 \(777,\), drawn as int32"),
 ])
@@ -133,3 +135,30 @@ def test_a_prepare_that_changes_a_shape_dtype_or_count_is_refused(tmp_path: Path
     spec = load_spec(_exercise(tmp_path, reference=ref))
     with pytest.raises(ValueError, match=problem):
         draw_inputs(spec, edge_cases(spec, PROFILES["quick"], seed=0)[1], np, load_oracle(spec))
+
+
+def test_the_oracle_s_own_functions_are_refused_as_prepare(tmp_path: Path) -> None:
+    with pytest.raises(SpecError, match="function 'reference' is the oracle's own"):
+        load_spec(_exercise(tmp_path, '[prepare]\nfunction = "reference"\n'))
+
+
+@pytest.mark.parametrize("body, ok", [
+    ("return x, xp.asarray(rs.permutation(idx.shape[0]).astype(idx.dtype))", True),
+    ("return x, xp.asarray(np.random.permutation(idx.shape[0]).astype(idx.dtype))", False),
+])
+def test_grade_check_says_whether_prepare_is_reproducible(tmp_path: Path, body: str, ok: bool) -> None:
+    """A prepare that draws from anything but its rs gives other inputs for the same case (a case's
+    token could not reproduce it): `grade check` fails it, naming the values that differ."""
+    from grader.check import check_exercise
+    from grader.spec import list_exercises
+    ref = "import numpy as np\n" + REFERENCE.replace(
+        "return x, xp.asarray(rs.permutation(idx.shape[0]).astype(idx.dtype))", body)
+    course = tmp_path / "course"
+    (course / "exercises").mkdir(parents=True)
+    _exercise(course / "exercises", reference=ref)
+    (course / "exercises" / "ex93_gather" / "README.md").write_text("# gather\n")
+    ex = next(e for e in list_exercises(course) if e.name == "ex93_gather")
+    rows = {r.item: r for r in check_exercise(ex, gpu=False, controls=False)}
+    assert rows["prepare"].status == ("ok" if ok else "fail"), rows["prepare"]
+    if not ok:
+        assert "gave different idx for the same case" in rows["prepare"].detail
