@@ -88,6 +88,17 @@ def test_template_compiles_for_sm90a():
     assert not [ln for ln in log.splitlines() if "warning" in ln.lower()], log
 
 
+def test_the_no_promotion_fixture_compiles_and_keeps_one_accumulator(tmp_path):
+    """tests/variants.py's shortcut (the GPU test fails it on correctness): it compiles as grading
+    compiles, and the per-k-block accumulator set is gone."""
+    from tests.variants import build
+    folder = build("ex15_gemm_fp8_blockscaled_no_promotion", tmp_path / "f")
+    log, _cubin, _ptx = nvrtc_compile(folder / "kernel.cu", ARCH)
+    assert "error" not in log.lower(), log
+    text = (folder / "kernel.cu").read_text()
+    assert "blk[" not in text and "kb != 0 || kk != 0" in text
+
+
 def test_shared_memory_and_constants_agree():
     """solution.py's tile constants and dynamic shared memory are kernel.cu's, within 227 KB; a stage
     row is one 128-byte swizzle row and one scale block; the two accumulator sets fit the consumers'

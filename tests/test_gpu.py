@@ -264,13 +264,11 @@ def test_ex14_without_online_rescaling_fails() -> None:
 def test_fp8_gemm_without_the_per_block_promotion_fails(tmp_path) -> None:
     """ex15 with one accumulator over all of K and the scales applied once at the end (the first
     k-block's): wrong on any case whose scales differ between k-blocks, which the spec's scale
-    distributions make every case with K >= 256 (the fixture is the reference with the promotion
-    removed; its host side is the reference's solution.py, copied in)."""
-    import shutil
+    distributions make every case with K >= 256 (the reference with its consumer loop replaced:
+    tests/variants.py)."""
+    from tests.variants import build
     name = "ex15_gemm_fp8_blockscaled"
-    folder = tmp_path / f"{name}_no_promotion"
-    shutil.copytree(FIXTURES / "gpu" / f"{name}_no_promotion", folder)
-    shutil.copy(ROOT / "solutions" / name / "solution.py", folder / "solution.py")
+    folder = build(f"{name}_no_promotion", tmp_path / "no_promotion")
     r = grade_folder(spec_of(name), folder, benchmark=False)
     assert r.status == "graded" and not r.correct and r.score.total == 0, r.smallest_failure
     assert r.smallest_failure.status == "fail" and r.worker_restarts == 0, r.smallest_failure

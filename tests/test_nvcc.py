@@ -48,19 +48,14 @@ def _grading_folders():
 
 
 @pytest.mark.parametrize("exercise, folder", _grading_folders(), ids=lambda x: getattr(x, "name", x))
-def test_compiles_with_nvrtc_as_grading_does(exercise, folder, tmp_path):
+def test_compiles_with_nvrtc_as_grading_does(exercise, folder):
     """kernel.cu through NVRTC with the exercise's options, as the worker compiles it (nvcc above
-    is more forgiving: it defines INFINITY, say, which NVRTC does not). A fixture with a kernel.cu
-    only takes the reference's solution.py, as its GPU test does."""
+    is more forgiving: it defines INFINITY, say, which NVRTC does not)."""
     from grader.spec import load_spec
     from grader.static import nvrtc_unavailable, static_report
     why = nvrtc_unavailable()
     if why:
         pytest.skip(f"NVRTC cannot be loaded here: {why}")
-    if not (folder / "solution.py").is_file():
-        shutil.copytree(folder, tmp_path / folder.name)
-        folder = tmp_path / folder.name
-        shutil.copy(ROOT / "solutions" / exercise / "solution.py", folder / "solution.py")
     rep = static_report(load_spec(ROOT / "exercises" / exercise / "spec.toml"), folder, "sm_90")
     assert rep.compiled, rep.problems
     assert not [p for p in rep.problems if "error" in p], rep.problems

@@ -25,6 +25,110 @@ class Variant:
     why: str
 
 
+# ex15's consumer k-loop, as the reference has it (per k-block: a fresh accumulator set, then the
+# promotion into fp32 with the k-block's scales) and as the shortcut writes it (one accumulator over
+# all of K on the tensor core, the first k-block's scales applied once after the loop).
+_EX15_PROMOTED = """\
+        float acc[H_ACC], blk[H_ACC];
+#pragma unroll
+        for (int i = 0; i < H_ACC; ++i)
+            blk[i] = 0.f;                                       // never read (scale-d = 0), but defined
+        int s = 0;
+        unsigned phase = 0;
+        for (int t = blockIdx.x; t < num_tiles; t += gridDim.x) {
+            int tm, tn;
+            tile_coords(t, tiles_m, tiles_n, group_m, tm, tn);
+            // this thread's two rows of the tile (the accumulator layout in the header)
+            const int row0 = tm * H_BM + c * 64 + warp * 16 + lane / 4, row1 = row0 + 8;
+            const float* sa_row0 = scale_a + static_cast<size_t>(min(row0, M - 1)) * k_blocks;
+            const float* sa_row1 = scale_a + static_cast<size_t>(min(row1, M - 1)) * k_blocks;
+            const float* sb_row = scale_b + static_cast<size_t>(tn) * k_blocks;   // BN = 128: tile column tn
+#pragma unroll
+            for (int i = 0; i < H_ACC; ++i)
+                acc[i] = 0.f;
+            for (int kb = 0; kb < k_blocks; ++kb) {
+                // the scales first: in flight while the wgmma run (rows >= M read row M - 1's, whose
+                // products with the zero-filled A rows are zero and are never stored anyway)
+                const float a0 = __ldg(sa_row0 + kb), a1 = __ldg(sa_row1 + kb), bs = __ldg(sb_row + kb);
+                mbar_wait(bars + 8 * s, phase);                  // stage s loaded
+                const unsigned long long da = smem_desc(sa_tiles + s * H_A_BYTES + c * 64 * 128);
+                const unsigned long long db = smem_desc(sb_tiles + s * H_B_BYTES);
+                acc_fence(blk);
+                wgmma_fence();
+#pragma unroll
+                for (int kk = 0; kk < H_BK / 32; ++kk)          // +32 bytes = +2 in the address field
+                    wgmma_e4m3(blk, da + 2 * kk, db + 2 * kk, kk != 0);
+                wgmma_commit();
+                wgmma_wait<0>();
+                acc_fence(blk);
+                if (lane == 0)
+                    mbar_arrive(bars + 8 * (H_STAGES + s));      // this warp is done with stage s
+                if (++s == H_STAGES) {
+                    s = 0;
+                    phase ^= 1;
+                }
+                // promotion: fp32, the k-block's two scales applied to its partial sums
+                const float s0 = a0 * bs, s1 = a1 * bs;
+#pragma unroll
+                for (int j = 0; j < H_ACC / 4; ++j) {
+                    acc[4 * j + 0] = fmaf(s0, blk[4 * j + 0], acc[4 * j + 0]);
+                    acc[4 * j + 1] = fmaf(s0, blk[4 * j + 1], acc[4 * j + 1]);
+                    acc[4 * j + 2] = fmaf(s1, blk[4 * j + 2], acc[4 * j + 2]);
+                    acc[4 * j + 3] = fmaf(s1, blk[4 * j + 3], acc[4 * j + 3]);
+                }
+            }
+"""
+_EX15_NOT_PROMOTED = """\
+        float acc[H_ACC];
+#pragma unroll
+        for (int i = 0; i < H_ACC; ++i)
+            acc[i] = 0.f;                                       // never read (scale-d = 0), but defined
+        int s = 0;
+        unsigned phase = 0;
+        for (int t = blockIdx.x; t < num_tiles; t += gridDim.x) {
+            int tm, tn;
+            tile_coords(t, tiles_m, tiles_n, group_m, tm, tn);
+            // this thread's two rows of the tile (the accumulator layout in the header)
+            const int row0 = tm * H_BM + c * 64 + warp * 16 + lane / 4, row1 = row0 + 8;
+            const float* sa_row0 = scale_a + static_cast<size_t>(min(row0, M - 1)) * k_blocks;
+            const float* sa_row1 = scale_a + static_cast<size_t>(min(row1, M - 1)) * k_blocks;
+            const float* sb_row = scale_b + static_cast<size_t>(tn) * k_blocks;   // BN = 128: tile column tn
+            for (int kb = 0; kb < k_blocks; ++kb) {
+                mbar_wait(bars + 8 * s, phase);                  // stage s loaded
+                const unsigned long long da = smem_desc(sa_tiles + s * H_A_BYTES + c * 64 * 128);
+                const unsigned long long db = smem_desc(sb_tiles + s * H_B_BYTES);
+                acc_fence(acc);
+                wgmma_fence();
+                // NO PROMOTION: one accumulator across all k-blocks; scale-d = 0 only for the
+                // tile's first k32 step
+#pragma unroll
+                for (int kk = 0; kk < H_BK / 32; ++kk)          // +32 bytes = +2 in the address field
+                    wgmma_e4m3(acc, da + 2 * kk, db + 2 * kk, kb != 0 || kk != 0);
+                wgmma_commit();
+                wgmma_wait<0>();
+                acc_fence(acc);
+                if (lane == 0)
+                    mbar_arrive(bars + 8 * (H_STAGES + s));      // this warp is done with stage s
+                if (++s == H_STAGES) {
+                    s = 0;
+                    phase ^= 1;
+                }
+            }
+
+            // THE SHORTCUT: the scales once, the first k-block's (rows >= M read row M - 1's: never stored)
+            {
+                const float bs = __ldg(sb_row);
+                const float s0 = __ldg(sa_row0) * bs, s1 = __ldg(sa_row1) * bs;
+#pragma unroll
+                for (int j = 0; j < H_ACC / 4; ++j) {
+                    acc[4 * j + 0] *= s0;
+                    acc[4 * j + 1] *= s0;
+                    acc[4 * j + 2] *= s1;
+                    acc[4 * j + 3] *= s1;
+                }
+            }
+"""
+
 VARIANTS = {
     "ex16_paged_decode_attention_no_split": Variant(
         "ex16_paged_decode_attention", "solution.py",
@@ -37,6 +141,11 @@ VARIANTS = {
         "cp_async16(smem_addr(sv + t * PD_ROW + col), vc + off, true);   // FIXTURE: V past the context loaded",
         "V rows past the context are loaded (their scores are still masked, p = 0): right on finite data, "
         "NaN (0 * NaN) where the grader poisons the slots no sequence reads: fails correctness"),
+    "ex15_gemm_fp8_blockscaled_no_promotion": Variant(
+        "ex15_gemm_fp8_blockscaled", "kernel.cu", _EX15_PROMOTED, _EX15_NOT_PROMOTED,
+        "one accumulator across all k-blocks and the scales once at the end (the first k-block's): "
+        "wrong on every case whose scales differ between k-blocks (every case with K >= 256): fails "
+        "correctness"),
 }
 
 
