@@ -27,12 +27,12 @@ def main() -> None:
     args = ap.parse_args()
     from grader import calibrate as cal
     from grader import device as dev
-    from grader.cli import _gpu_grader
+    from grader.cli_instructor import gpu_grader
     from grader.spec import find_root, load_spec, resolve_exercise
 
     root = find_root(ROOT)
     info = dev.detect()
-    grade_fn = _gpu_grader(root, info)
+    grade_fn = gpu_grader(root, info)
     print(f"{info.name} ({info.arch}), calibrate.POLICY {cal.POLICY}")
     for name in args.exercises:
         ex = resolve_exercise(root, name)

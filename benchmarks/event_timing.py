@@ -13,24 +13,11 @@ import cupy as cp
 import numpy as np
 
 
-def _median_between(fn: Callable[[], Any], reps: int, start: Any, end: Any, elapsed: Callable[[], float]) -> float:
-    ts = []
-    for _ in range(reps):
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        ts.append(elapsed())
-    return float(np.median(ts))
-
-
 def median_ms(fn: Callable[[], Any], reps: int = 20, warmup: int = 3) -> float:
     """Median ms of ``fn`` (CuPy work on the current stream) over ``reps`` calls, each between two
-    CUDA events."""
-    for _ in range(warmup):
-        fn()
-    start, end = cp.cuda.Event(), cp.cuda.Event()
-    return _median_between(fn, reps, start, end, lambda: cp.cuda.get_elapsed_time(start, end))
+    CUDA events (grader.device.median_event_ms)."""
+    from grader.device import median_event_ms
+    return median_event_ms(fn, reps, warmup)
 
 
 def median_torch_ms(fn: Callable[[], Any], reps: int = 20, warmup: int = 3) -> float:
@@ -42,6 +29,12 @@ def median_torch_ms(fn: Callable[[], Any], reps: int = 20, warmup: int = 3) -> f
         fn()
     torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    ms = _median_between(fn, reps, start, end, lambda: start.elapsed_time(end))
+    ts = []
+    for _ in range(reps):
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        ts.append(start.elapsed_time(end))
     torch.cuda.synchronize()
-    return ms
+    return float(np.median(ts))

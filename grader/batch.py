@@ -30,6 +30,7 @@ import sys
 import threading
 import time
 from dataclasses import asdict, dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Callable
 
@@ -46,12 +47,20 @@ class Job:
     refused: str = ""   # why this folder is not graded (it is a link out of the student's folder): a 0 row
 
 
+class RowStatus(StrEnum):
+    """:attr:`Row.status`; GRADED and NOT_GRADED are a grade's own (grade.GradeStatus)."""
+    GRADED = "graded"
+    NOT_GRADED = "not_graded"   # the submission's problem (exit code 3), or a refused folder
+    MISSING = "missing"         # the student has no folder for the exercise
+    ERROR = "error"             # the grade could not run here (the machine or the grader): no score
+
+
 @dataclass(frozen=True)
 class Row:
     """One line of the summary."""
     student: str
     exercise: str
-    status: str
+    status: RowStatus
     score: float | None  # None: nothing was graded (status "error": the grader or the machine failed)
     max_score: float | None
     correct: bool
@@ -98,14 +107,14 @@ def exercise_summaries(rows: list[Row]) -> list[ExerciseSummary]:
     out = []
     for name in dict.fromkeys(r.exercise for r in rows):
         everyone = [r for r in rows if r.exercise == name]
-        mine = [r for r in everyone if r.status != "error"]
+        mine = [r for r in everyone if r.status != RowStatus.ERROR]
         scores = [r.score for r in mine if r.score is not None]
         correct = [r for r in mine if r.correct]
         speeds = [r.speed for r in correct if r.speed is not None and r.basis in REFERENCE_BASES]
         n, pending = len(mine), len(everyone) - len(mine)
         known = n > 0 and not pending and len(speeds) == len(correct)
         out.append(ExerciseSummary(
-            name, n, pending, sum(r.status == "graded" for r in mine), len(correct),
+            name, n, pending, sum(r.status == RowStatus.GRADED for r in mine), len(correct),
             statistics.median(scores) if scores else None, next((r.max_score for r in everyone if r.max_score), None),
             max(speeds) if speeds else None,
             {f"{p:g}": (sum(s >= p for s in speeds) / n if known else None) for p in FAST_P}))
@@ -218,7 +227,7 @@ def finished(out: Path, job: Job, key: str | None = None) -> dict | None:
     grade could not run (status "error": the machine, not the submission), or it was graded from
     something else than ``key`` says (a changed submission, mode or format)."""
     data = stored(out, job)
-    if data is None or data["status"] == "error":
+    if data is None or data["status"] == RowStatus.ERROR:
         return None
     return None if key is not None and data.get("batch_key") != key else data
 
@@ -268,7 +277,7 @@ def row(job: Job, data: dict, reused: bool, out: Path, fmt: str) -> Row:
     """The summary line of a finished job from its JSON result."""
     sc = data.get("score", {})
     total = sc.get("total")
-    return Row(job.student, job.exercise.name, data.get("status", "error"), None if total is None else float(total),
+    return Row(job.student, job.exercise.name, RowStatus(data.get("status", RowStatus.ERROR)), None if total is None else float(total),
                sc.get("max"), bool(data.get("correct")), float(sc.get("correctness") or 0.0),
                float(sc.get("performance") or 0.0), sc.get("aggregate"), len(data.get("flags", [])),
                int(data.get("exit_code", 4)), reused,
@@ -279,7 +288,7 @@ def row(job: Job, data: dict, reused: bool, out: Path, fmt: str) -> Row:
 def _missing_row(job: Job) -> Row:
     """A pair without a folder, or whose folder is refused (``job.refused``: "not_graded"): 0 points
     of the exercise's total (max_score, as on every other row; None only when its spec cannot be read)."""
-    return Row(job.student, job.exercise.name, "not_graded" if job.refused else "missing", 0.0, job_max(job), False,
+    return Row(job.student, job.exercise.name, RowStatus.NOT_GRADED if job.refused else RowStatus.MISSING, 0.0, job_max(job), False,
                0.0, 0.0, None, 0, 3, False, "", reason=job.refused or f"no folder {job.folder}")
 
 
@@ -298,15 +307,15 @@ def static_rows(jobs: list[Job], missing: list[Job], no_gpu: str, arch: str = "s
             spec = load_spec(job.exercise.spec_path)
             problem, rep = without_gpu(spec, job.folder, arch)
         except SpecError as exc:
-            rows.append(Row(job.student, job.exercise.name, "error", 0.0, None, False, 0.0, 0.0, None, 0, 4, False,
+            rows.append(Row(job.student, job.exercise.name, RowStatus.ERROR, 0.0, None, False, 0.0, 0.0, None, 0, 4, False,
                             "", reason=str(exc)))
             continue
         if problem:
-            rows.append(Row(job.student, job.exercise.name, "not_graded", 0.0, spec.total_points, False, 0.0, 0.0,
+            rows.append(Row(job.student, job.exercise.name, RowStatus.NOT_GRADED, 0.0, spec.total_points, False, 0.0, 0.0,
                             None, 0, 3, False, "", reason=problem))
         else:
             checked = "no problem found by the static checks" + ("" if rep.compiled else "; kernel.cu was NOT compiled")
-            rows.append(Row(job.student, job.exercise.name, "error", 0.0, spec.total_points, False, 0.0, 0.0, None,
+            rows.append(Row(job.student, job.exercise.name, RowStatus.ERROR, 0.0, spec.total_points, False, 0.0, 0.0, None,
                             0, 4, False, "", reason=f"not graded: {no_gpu} ({checked})"))
     return sorted(rows, key=lambda r: (r.student, r.exercise))
 
@@ -372,7 +381,7 @@ def collect(jobs: list[Job], missing: list[Job], out: Path, fmt: str, failed: di
             rows.append(row(job, data, (job.student, job.exercise.name) in reused, out, fmt))
         else:
             why = failed.get((job.student, job.exercise.name), "not graded: its cluster job did not finish")
-            rows.append(Row(job.student, job.exercise.name, "error", None, job_max(job), False, 0.0, 0.0, None, 0, 4,
+            rows.append(Row(job.student, job.exercise.name, RowStatus.ERROR, None, job_max(job), False, 0.0, 0.0, None, 0, 4,
                             False, "", reason=f"{why}; re-run the same command to grade it"))
     rows.sort(key=lambda r: (r.student, r.exercise))
     write_summaries(out, rows)
@@ -391,7 +400,7 @@ def job_max(job: Job) -> float | None:
 def _log(out: Path, r: Row, gpu: str | None, seconds: float) -> None:
     """Append one line for a finished grade to ``out/batch.log`` (tab-separated: time, student,
     exercise, status, score, exit code, GPU, seconds, reason)."""
-    score = "-" if r.score is None or r.status == "error" else f"{r.score:g}"
+    score = "-" if r.score is None or r.status == RowStatus.ERROR else f"{r.score:g}"
     fields = [time.strftime("%Y-%m-%dT%H:%M:%S%z"), r.student, r.exercise, r.status, score, str(r.exit_code),
               gpu if gpu is not None else "-", f"{seconds:.1f}", r.reason.replace("\t", " ").replace("\n", " ")[:300]]
     with open(out / "batch.log", "a") as fh:
@@ -402,7 +411,7 @@ def _summary_fields(r: Row) -> dict:
     """A row as written: a row whose grade did not run here ("error": no GPU, a grader problem)
     has no score at all (empty in the CSV, null in the JSON), never a 0 an instructor could import."""
     d = asdict(r)
-    if r.status == "error":
+    if r.status == RowStatus.ERROR:
         d.update(score=None, correctness=None, performance=None)
     return d
 

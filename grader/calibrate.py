@@ -63,7 +63,7 @@ def calibrate_exercise(name: str, grade_reference: Callable[[], object],
     """Grade the reference once (``grade_reference()`` returns a GradeResult) and judge each shape;
     ``others()`` lists other processes on the GPU, for the reason of a refusal."""
     r = grade_reference()
-    if r.status != "graded" or not r.correct:  # type: ignore[attr-defined]
+    if not r.graded or not r.correct:  # type: ignore[attr-defined]
         why = r.reason or (r.smallest_failure.message if r.smallest_failure else "not correct")  # type: ignore[attr-defined]
         return [ShapeCalibration(name, "*", None, None, 0, f"the reference solution is not correct: {why}")]
     out = []

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Callable
 
@@ -20,12 +21,20 @@ from grader.spec import Exercise, Spec, SpecError, load_spec
 TODO = re.compile(r"\bTODO\b")
 
 
+class CheckStatus(StrEnum):
+    """:attr:`CheckRow.status`."""
+    OK = "ok"
+    FAIL = "fail"   # grade check exits 1
+    SKIP = "skip"   # could not run here (no GPU, no compiler, ...): the detail says why
+    TODO = "todo"   # left to the instructor by grade new: reported, not a failure
+
+
 @dataclass(frozen=True)
 class CheckRow:
-    """One line of the table: ``status`` is ok, fail, skip or todo."""
+    """One line of the table."""
     exercise: str
     item: str
-    status: str
+    status: CheckStatus
     detail: str = ""
 
 
@@ -60,7 +69,7 @@ def check_exercise(ex: Exercise, gpu: bool, controls: bool = True,
     rows: list[CheckRow] = []
 
     def add(item: str, ok: bool, detail: str = "") -> None:
-        rows.append(CheckRow(ex.name, item, "ok" if ok else "fail", detail))
+        rows.append(CheckRow(ex.name, item, CheckStatus.OK if ok else CheckStatus.FAIL, detail))
 
     needed = [ex.spec_path, ex.directory / "README.md", ex.directory / "reference.py",
               ex.solution / "kernel.cu", ex.solution / "solution.py",
@@ -78,14 +87,14 @@ def check_exercise(ex: Exercise, gpu: bool, controls: bool = True,
         f"correctness {spec.points_correctness:g} + performance {spec.points_performance:g} = {spec.total_points:g}")
     todos = _todos(ex)
     if todos:
-        rows.append(CheckRow(ex.name, "TODOs", "todo", f"{len(todos)} left: " + ", ".join(todos[:6])))
+        rows.append(CheckRow(ex.name, "TODOs", CheckStatus.TODO, f"{len(todos)} left: " + ", ".join(todos[:6])))
     match = stub_matches_solution(ex.solution, ex.template)
     placeholder = any(TODO.search(p.read_text(errors="replace")) for p in ex.solution.glob("*") if p.is_file())
     if not ex.solution.is_dir():
-        rows.append(CheckRow(ex.name, "stub: not the solution", "skip", f"no reference solution at {ex.solution}"))
+        rows.append(CheckRow(ex.name, "stub: not the solution", CheckStatus.SKIP, f"no reference solution at {ex.solution}"))
     elif match is not None and placeholder:
         # a scaffold from `grade new`: its placeholder solution is a TODO, not yet an answer to give away
-        rows.append(CheckRow(ex.name, "stub: not the solution", "todo",
+        rows.append(CheckRow(ex.name, "stub: not the solution", CheckStatus.TODO,
                              match.describe(str(ex.template)) + " (the solution is still a TODO placeholder)"))
     else:
         add("stub: not the solution", match is None,
@@ -99,7 +108,7 @@ def check_exercise(ex: Exercise, gpu: bool, controls: bool = True,
             add(f"{label}: static", rep.ok, "; ".join(rep.problems) or
                 f"{n} kernel{'s' if n != 1 else ''} compiled with {rep.compiler} for {rep.arch}")
         else:
-            rows.append(CheckRow(ex.name, f"{label}: static", "skip", rep.skipped[0]))
+            rows.append(CheckRow(ex.name, f"{label}: static", CheckStatus.SKIP, rep.skipped[0]))
     oracle = None
     try:
         from grader.instance import load_oracle
@@ -118,7 +127,7 @@ def check_exercise(ex: Exercise, gpu: bool, controls: bool = True,
             add("prepare", why is None, why or f"{spec.prepare} gives the same values for the same case "
                 f"({len(small)} edge cases drawn twice)")
         else:
-            rows.append(CheckRow(ex.name, "prepare", "skip", "no edge case small enough to draw on the CPU"))
+            rows.append(CheckRow(ex.name, "prepare", CheckStatus.SKIP, "no edge case small enough to draw on the CPU"))
     if controls:
         from grader.controls import run_controls
         try:
@@ -128,22 +137,22 @@ def check_exercise(ex: Exercise, gpu: bool, controls: bool = True,
             ran = []
         for c in ran:
             if c.passed is None:
-                rows.append(CheckRow(ex.name, f"control {c.name}", "skip", c.diagnosis))
+                rows.append(CheckRow(ex.name, f"control {c.name}", CheckStatus.SKIP, c.diagnosis))
             else:
                 verdict = "passes" if c.passed else "fails"
                 add(f"control {c.name}", c.ok, f"{verdict} (expected to {'pass' if c.expected_pass else 'fail'}): "
                     f"{c.diagnosis[:160]}")
     if not gpu or grade_fn is None:
-        rows.append(CheckRow(ex.name, "GPU: solution full marks, stub zero", "skip", "no GPU here"))
+        rows.append(CheckRow(ex.name, "GPU: solution full marks, stub zero", CheckStatus.SKIP, "no GPU here"))
         return rows
     if (ex.solution / "solution.py").is_file():
         r = grade_fn(spec, ex.solution, ex.solution)
-        full = r.status == "graded" and r.score.total == r.score.maximum  # type: ignore[attr-defined]
+        full = r.graded and r.score.total == r.score.maximum  # type: ignore[attr-defined]
         add("GPU: solution full marks", full, f"{r.score.total:g}/{r.score.maximum:g} "  # type: ignore[attr-defined]
             f"{r.reason or r.score.note}")  # type: ignore[attr-defined]
     if (ex.template / "solution.py").is_file():
         r = grade_fn(spec, ex.template, None)
-        clean = r.status == "graded" and r.score.total == 0 and r.worker_restarts == 0  # type: ignore[attr-defined]
+        clean = r.graded and r.score.total == 0 and r.worker_restarts == 0  # type: ignore[attr-defined]
         first = r.smallest_failure.message[:100] if r.smallest_failure else r.reason  # type: ignore[attr-defined]
         add("GPU: stub scores zero cleanly", clean, f"{r.score.total:g} points; {first}")  # type: ignore[attr-defined]
     return rows

@@ -192,13 +192,13 @@ def reduced_axes(spec: Spec) -> dict[str, list[int]]:
 
 def run_controls(spec: Spec, examples: int = 12, seed: int = 0) -> list[ControlResult]:
     """Grade every control on the host backend (correctness only)."""
-    from grader.calibration import Calibration
-    from grader.grade import GradeOptions, grade
-    from grader.sandbox.buffers import HostBackend
+    from grader.context import GradingContext
+    from grader.grade import GradeOptions
 
     small = control_spec(spec)
     profile = replace(PROFILES["quick"], examples=examples, max_elements=control_budget(spec))
     results = []
+    ctx = GradingContext.host()
     with tempfile.TemporaryDirectory(prefix="grade-controls-") as tmp:
         for name in CONTROLS:
             why_not = applicable(spec, name)
@@ -206,12 +206,11 @@ def run_controls(spec: Spec, examples: int = 12, seed: int = 0) -> list[ControlR
                 results.append(ControlResult(name, False, None, f"not applicable: {why_not}"))
                 continue
             folder = write_control(spec, name, Path(tmp) / name)
-            r = grade(small, folder, GradeOptions(profile=profile, seed=seed, backend="host", benchmark=False,
-                                                  isolate=False),   # the grader's own code: it reads the oracle
-                      HostBackend(), None, None, Calibration(None, {}, {}))
+            r = ctx.grade(small, folder, GradeOptions(profile=profile, seed=seed, backend="host", benchmark=False,
+                                                      isolate=False))   # the grader's own code: it reads the oracle
             f = r.smallest_failure
-            diagnosis = r.reason if r.status != "graded" else (f"{f.description}: {f.message}" if f else "all cases passed")
-            results.append(ControlResult(name, name == "oracle", r.correct, diagnosis, r.status == "graded",
+            diagnosis = r.reason if not r.graded else (f"{f.description}: {f.message}" if f else "all cases passed")
+            results.append(ControlResult(name, name == "oracle", r.correct, diagnosis, r.graded,
                                          f.details if f else ()))
     return results
 

@@ -193,9 +193,14 @@ def gpu_lock(index: int = 0, on_wait: Callable[[str], None] | None = None) -> It
         os.close(fd)   # releases the lock
 
 
-def _median_event_ms(fn: Callable[[], Any], reps: int) -> float:
+def median_event_ms(fn: Callable[[], Any], reps: int, warmup: int = 1) -> float:
+    """Median time in ms of ``fn`` (CuPy work on the current stream) over ``reps`` calls, each
+    between two CUDA events and synchronised, after ``warmup`` untimed calls. For trusted code on
+    buffers it reuses (the ceilings here, the benchmarks' side-by-side scripts), not the grading
+    protocol (grader.timing: fresh buffers, an L2 flush, a wall-clock bound)."""
     import cupy
-    fn()
+    for _ in range(warmup):
+        fn()
     times = []
     for _ in range(reps):
         a, b = cupy.cuda.Event(), cupy.cuda.Event()
@@ -212,7 +217,7 @@ def measure_copy_gbps(nbytes: int = 1 << 30) -> float:
     import cupy
     src = cupy.ones(nbytes // 4, cupy.float32)
     dst = cupy.empty_like(src)
-    ms = _median_event_ms(lambda: cupy.copyto(dst, src), 30)
+    ms = median_event_ms(lambda: cupy.copyto(dst, src), 30)
     return 2 * nbytes / ms / 1e6
 
 
@@ -222,7 +227,7 @@ def measure_matmul_tflops(dtype: str, n: int = 8192) -> float:
     a = cupy.random.standard_normal((n, n), dtype=cupy.float32).astype(dtype)
     b = cupy.random.standard_normal((n, n), dtype=cupy.float32).astype(dtype)
     c = cupy.empty((n, n), dtype)
-    ms = _median_event_ms(lambda: cupy.matmul(a, b, out=c), 10)
+    ms = median_event_ms(lambda: cupy.matmul(a, b, out=c), 10)
     return 2 * n**3 / ms / 1e9
 
 

@@ -1,4 +1,5 @@
-"""The grading pipeline: spec -> cases -> worker -> compare -> timing -> score -> GradeResult.
+"""The grading pipeline: spec -> cases -> worker -> compare -> timing -> score -> GradeResult, in
+the phases of :func:`grade` (load, correctness, timing, score, review flags).
 
 Data flows one way. The parent draws inputs, owns every buffer,
 runs the float64 oracle and compares; the submission only ever runs inside a worker process.
@@ -11,6 +12,7 @@ import random
 import re
 import time
 from dataclasses import dataclass, field, replace
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -53,6 +55,19 @@ FREE_SHARE = 0.8         # of the device memory free when a shape's timing start
 
 
 # -- results -------------------------------------------------------------------------------------
+class GradeStatus(StrEnum):
+    """:attr:`GradeResult.status`, as the reports write it."""
+    GRADED = "graded"
+    NOT_GRADED = "not_graded"   # then GradeResult.reason and reason_kind say why
+
+
+class CaseStatus(StrEnum):
+    """:attr:`CaseResult.status` of a call that returned; a call that failed has its worker failure
+    kind instead (sandbox.supervisor.KIND_TEXT)."""
+    PASS = "pass"
+    FAIL = "fail"   # a wrong output, a damaged guard or input
+
+
 @dataclass(frozen=True)
 class CaseResult:
     """One correctness case: ``status`` is "pass", "fail" (wrong output, guard or input damage) or
@@ -62,14 +77,14 @@ class CaseResult:
     description: str
     origin: str
     size: int
-    status: str
+    status: str   # a CaseStatus, or a worker failure kind
     message: str = ""
     details: tuple[str, ...] = ()
     seconds: float = 0.0
 
     @property
     def passed(self) -> bool:
-        return self.status == "pass"
+        return self.status == CaseStatus.PASS
 
 
 @dataclass(frozen=True)
@@ -114,7 +129,7 @@ class GradeResult:
     exercise: str
     title: str
     submission: str
-    status: str
+    status: GradeStatus
     reason: str
     reason_kind: str
     profile: str
@@ -139,8 +154,12 @@ class GradeResult:
     kernel_profile: dict[str, Any] | None = None   # grade --profile: grader.profiling.to_dict, with "agreement"
 
     @property
+    def graded(self) -> bool:
+        return self.status == GradeStatus.GRADED
+
+    @property
     def correct(self) -> bool:
-        return self.status == "graded" and bool(self.cases) and all(c.passed for c in self.cases)
+        return self.graded and bool(self.cases) and all(c.passed for c in self.cases)
 
 
 @dataclass(frozen=True)
@@ -185,7 +204,7 @@ class Grader:
         self.seed = combine_seed(options.seed, options.secret)
         self.arg_names = spec.arg_order
         self.kernel_policy = self._kernel_policy() if backend.name == "cuda" else None
-        self.worker = self._worker(self.submission, trusted=not options.isolate)
+        self.worker = self.new_worker(self.submission, trusted=not options.isolate)
         self.t0 = time.perf_counter()
         self.budget_spent = False   # correctness stopped early: the case share of total_s ran out
         self.isolation_failure: Outcome | None = None   # a restart of the worker could not be isolated
@@ -213,7 +232,7 @@ class Grader:
         """The kernels of the submission's own (of its worker's last start; none before it started)."""
         return self.worker.own_kernels or OwnKernels(frozenset(), frozenset())
 
-    def _worker(self, folder: Path, trusted: bool = False, label: str = "") -> Worker:
+    def new_worker(self, folder: Path, trusted: bool = False, label: str = "") -> Worker:
         """A worker for ``folder`` with this exercise's limits: the submission's (isolated, its
         kernels checked) or, ``trusted``, the reference's or the baseline's (``label`` names it in
         messages, e.g. "the baseline worker")."""
@@ -258,7 +277,7 @@ class Grader:
                                     details=tuple(x for x in (out.detail,) if x), seconds=out.wall_s, **base)
             else:
                 message, details = inst.check()
-                result = CaseResult(status="fail" if message else "pass", message=message, details=tuple(details),
+                result = CaseResult(status=CaseStatus.FAIL if message else CaseStatus.PASS, message=message, details=tuple(details),
                                     seconds=out.wall_s, **base)
         finally:
             late = self.release(inst, self.worker)
@@ -503,20 +522,6 @@ def isolation_failed_text(outcome: Outcome) -> str:
             f"mount namespaces work here (unshare --user --map-root-user --mount true) and grade again")
 
 
-def _not_graded(spec: Spec, submission: Path, options: GradeOptions, kind: str, reason: str,
-                device: DeviceInfo | None, started: str, t0: float, cases: Sequence[CaseResult] = (),
-                kernels: Sequence[dict[str, Any]] = ()) -> GradeResult:
-    hc, hb = hidden_counts(spec)
-    return GradeResult(
-        exercise=spec.name, title=spec.title, submission=str(submission), status="not_graded", reason=reason,
-        reason_kind=kind, profile=options.profile.name, seed=options.seed, secret_used=bool(options.secret),
-        device=device, ceilings=None, kernels=tuple(kernels), cases=tuple(cases), smallest_failure=None,
-        repro=None, benchmarks=(),
-        score=scoring.Score(0.0, spec.points_correctness, 0.0, spec.points_performance, None, (), None, reason),
-        flags=(), hidden_cases=hc, hidden_benchmarks=hb, worker_restarts=0,
-        seconds=time.perf_counter() - t0, started=started, versions=versions(device))
-
-
 def versions(device: DeviceInfo | None) -> dict[str, str]:
     import platform
     import hypothesis
@@ -535,168 +540,233 @@ def smallest(failures: Sequence[CaseResult]) -> CaseResult | None:
     return min(failures, key=lambda c: (c.size, c.token)) if failures else None
 
 
+@dataclass(frozen=True)
+class _Run:
+    """What every result of one :func:`grade` call shares, and the one place a GradeResult is built."""
+    spec: Spec
+    submission: Path
+    options: GradeOptions
+    device: DeviceInfo | None
+    started: str   # local time, ISO 8601
+    t0: float      # time.perf_counter() at the start
+
+    def result(self, status: GradeStatus, score: scoring.Score, *, reason: str = "", reason_kind: str = "",
+               ceilings: Ceilings | None = None, kernels: Sequence[dict[str, Any]] = (),
+               cases: Sequence[CaseResult] = (), smallest_failure: CaseResult | None = None,
+               repro: str | None = None, benchmarks: Sequence[BenchResult] = (), flags: Sequence[str] = (),
+               worker_restarts: int = 0, isolation: str = "") -> GradeResult:
+        hc, hb = hidden_counts(self.spec)
+        return GradeResult(
+            exercise=self.spec.name, title=self.spec.title, submission=str(self.submission), status=status,
+            reason=reason, reason_kind=reason_kind, profile=self.options.profile.name, seed=self.options.seed,
+            secret_used=bool(self.options.secret), device=self.device, ceilings=ceilings, kernels=tuple(kernels),
+            cases=tuple(cases), smallest_failure=smallest_failure, repro=repro, benchmarks=tuple(benchmarks),
+            score=score, flags=tuple(flags), hidden_cases=hc, hidden_benchmarks=hb, worker_restarts=worker_restarts,
+            seconds=time.perf_counter() - self.t0, started=self.started, versions=versions(self.device),
+            isolation=isolation)
+
+    def not_graded(self, kind: str, reason: str) -> GradeResult:
+        """No grade: ``kind`` (a worker failure kind, or "wrong_gpu", "forbidden", "no_gpu",
+        "no_isolation", a static check's kind) and the one-line ``reason``."""
+        return self.result(GradeStatus.NOT_GRADED, scoring.Score.unscored(
+            self.spec.points_correctness, self.spec.points_performance, reason), reason=reason, reason_kind=kind)
+
+
+@dataclass(frozen=True)
+class _Loaded:
+    """The submission's worker started: the resources of its kernels as its reply listed them, and
+    how many of the listed entries were malformed (left out)."""
+    kernels: tuple[dict[str, Any], ...]
+    dropped: int
+
+
+def _load(g: Grader, run: _Run) -> _Loaded | GradeResult:
+    """Phase 1: compile and load the submission in its worker; a GradeResult when it is not graded."""
+    g.progress.phase("compiling and loading the submission", None)
+    start = g.worker.ensure()
+    forbidden = g.own_kernels.forbidden_code()   # known from the preload, before solution.py was imported
+    if forbidden:   # the same on every case: refused before solve runs
+        return run.not_graded("forbidden", forbidden)
+    if not start.ok:
+        text = start.message if start.kind == "compile_error" else f"{KIND_TEXT[start.kind]}: {start.message}"
+        if g.backend.name == "host" and re.search(r"cuda|cupy|nvrtc", start.message, re.I):
+            # the machine's, not the submission's: the host backend has no GPU for CuPy to use
+            return run.not_graded("no_gpu", f"{text}; the host backend (--backend host) runs NumPy submissions "
+                                  f"only, without a GPU: grade this one on a machine with a GPU, or check it here "
+                                  f"with --compile-only")
+        if start.kind == "isolation":   # the machine's: exit 4, as a grade that could not start
+            return run.not_graded("no_isolation", isolation_failed_text(start))
+        return run.not_graded(start.kind, text)
+    raw = start.data.get("kernels", ())
+    kernels = resources_from_reply(raw)   # the worker's reply: only well-formed entries reach a report
+    listed = len(raw) if isinstance(raw, (list, tuple)) else int(bool(raw))
+    return _Loaded(tuple(kernels), listed - len(kernels))
+
+
+def _timing(g: Grader, others: list[tuple[str, Worker]]) -> list[BenchResult]:
+    """Phase 3: time every benchmark shape the profile shows, side by side with the reference
+    solution (when it is available) and the no-op baseline worker (always: it measures the
+    harness's own overhead for the wall-clock bound). The started workers are appended to
+    ``others``, so that the caller closes them whatever happens. Raises RuntimeError when a trusted
+    worker fails to load."""
+    folders = [(BASELINE, BASELINE_SUBMISSION)]
+    if g.opt.reference is not None:
+        folders.insert(0, (REFERENCE, g.opt.reference.resolve()))
+    for name, folder in folders:
+        w = g.new_worker(folder, trusted=True, label=f"the {name} worker")
+        others.append((name, w))
+        started = w.ensure()
+        if not started.ok:
+            raise RuntimeError(f"the {name} worker ({folder}) failed to load: {started.message}")
+    rng = random.Random(g.seed ^ 0x5EED)
+    results: list[BenchResult] = []
+    for bench in g.spec.benchmarks:
+        if bench.hidden and not g.opt.profile.hidden:
+            continue
+        results.append(g.benchmark(bench, others, rng))
+        if results[-1].submission.failure_kind in REFUSED_KINDS:
+            break   # not the submission's own work: timing the other shapes would say nothing
+    for b in results:
+        # a reference left without samples, or failed by a busy GPU, once the submission's timing
+        # had failed is not a reference failure (timing._gpu_busy fails the trusted ones then)
+        if b.reference is not None and b.reference.failure and not (
+                b.submission.failure and b.reference.failure_kind in (None, "gpu_busy")):
+            raise RuntimeError(f"the reference solution failed while timing {b.name}: {b.reference.failure}")
+    return results
+
+
+def _timing_failures(results: Sequence[BenchResult]) -> list[CaseResult]:
+    """Wrong outputs (or a forbidden library, a memory cap) while timing fail correctness: a
+    submission must be right on every call, not only on the checked ones."""
+    out = []
+    for b in results:
+        kind = b.submission.failure_kind
+        if kind in TIMING_FAILS_CORRECTNESS:
+            out.append(CaseResult(token="", description=f"benchmark {b.name}", origin="benchmark", size=0,
+                                  status=kind if kind in REFUSED_KINDS else CaseStatus.FAIL,
+                                  message=b.submission.failure or ""))
+    return out
+
+
+def _score(spec: Spec, options: GradeOptions, correct: bool, perf: Sequence[scoring.ShapePerf],
+           thresholds: scoring.Thresholds, performance_block: str | None) -> scoring.Score:
+    """Phase 4: the points (see grader.scoring), before review flags may withhold some."""
+    pc, pp = spec.points_correctness, spec.points_performance
+    if options.case_token:
+        return scoring.Score.unscored(pc, pp, "a single --case run is not scored")
+    if correct and not options.benchmark:
+        return scoring.Score.correctness_only(pc, pp, "timing skipped (--no-timing)")
+    sc = scoring.score(correct, perf, thresholds, pc, pp)
+    return replace(sc, performance=0.0, note=performance_block) if performance_block else sc
+
+
+def _bench_flags(b: BenchResult, gpu_sharers: set[str]) -> list[str]:
+    """Phase 5, per shape: what a reviewer must know about the submission's timing of ``b``."""
+    s, flags = b.submission, []
+    if s.outside_events:
+        flags.append(f"{b.name}: {s.overhead_ms_per_call * 1e3:.0f} us per call ran outside the timed events, over "
+                     f"the {s.allowed_ms_per_call * 1e3:.0f} us allowed (side stream, host thread, deferred work or "
+                     f"a patched timer?); the wall-clock time was used")
+    if s.drained_ms_per_call > 0:
+        flags.append(f"{b.name}: work the submission left on the GPU ran {s.drained_ms_per_call * 1e3:.0f} us per "
+                     f"call after its replies (counted in its wall-clock time)")
+    if s.failure_kind == "gpu_busy":
+        sharers = (f" (other processes on this GPU then: {', '.join(sorted(gpu_sharers))}; grade on a GPU nothing "
+                   f"else uses)" if gpu_sharers else "")
+        flags.append(f"{b.name}: {s.failure}{sharers}; no performance points for this shape")
+    if s.uneven:
+        flags.append(f"{b.name}: call times within a round differ by more than {UNEVEN_RATIO:g}x (work of several "
+                     f"calls done in one?); each round is scored by its mean")
+    if b.clock is not None and b.clock.throttled:
+        flags.append(f"{b.name}: GPU clock {b.clock.sm_mhz}/{b.clock.max_sm_mhz} MHz while timed kernels ran"
+                     + (f", throttled ({', '.join(b.clock.throttle)})" if b.clock.throttle else "")
+                     + "; timings may be low")
+    return flags
+
+
+def _process_flags(g: Grader, others: Sequence[tuple[str, Worker]], continued: int) -> list[str]:
+    """Phase 5, once every worker is closed: processes the submission left behind or let escape,
+    and a grading process that was itself stopped (``continued``: times_continued() at the start)."""
+    flags = []
+    strays = g.worker.strays_killed + sum(w.strays_killed for _, w in others)
+    if strays:  # the reference and baseline workers are trusted: any stray is the submission's
+        flags.append(f"the submission left {strays} process(es) running after its worker stopped (a daemon?); "
+                     f"they were killed")
+    if g.worker.escaped:
+        flags.append(f"the submission started {len(g.worker.escaped)} process(es) that left its worker's process "
+                     f"tree (a daemon, by a double fork); they were stopped, continued and timed with the worker "
+                     f"and killed with it")
+    if times_continued() != continued:
+        flags.append("the grading process was stopped and continued during this grade (SIGSTOP from another "
+                     "process, or job control): timings are not trustworthy; grade again")
+    return flags
+
+
 def grade(spec: Spec, submission: Path, options: GradeOptions, backend: Backend, device: DeviceInfo | None,
           ceilings: Ceilings | None, calibration: Calibration, progress: Progress | None = None,
           repro_options: str = "") -> GradeResult:
-    """Grade ``submission`` (a folder with kernel.cu and solution.py) on ``spec``.
+    """Grade ``submission`` (a folder with kernel.cu and solution.py) on ``spec``, in phases:
+    load (:func:`_load`), correctness (:meth:`Grader.correctness`), timing (:func:`_timing`),
+    score (:func:`_score`) and review flags (:func:`_bench_flags`, :func:`_process_flags`,
+    scoring.review_flags).
 
     Never raises for a problem of the submission: those end up in the result (status "not_graded"
     with ``reason`` and ``reason_kind``, or failing cases). Raises only for grader-side problems
-    (a broken reference.py, for instance). ``repro_options``: what the failing case's "reproduce"
-    line adds after the exercise (the CLI's ``--root``, when it was given).
+    (a broken reference.py, a trusted worker that fails). ``repro_options``: what the failing
+    case's "reproduce" line adds after the exercise (the CLI's ``--root``, when it was given).
     """
-    progress = progress or Progress()
-    started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    t0 = time.perf_counter()
     submission = Path(submission)
+    run = _Run(spec, submission, options, device, time.strftime("%Y-%m-%dT%H:%M:%S%z"), time.perf_counter())
     wrong_gpu = arch_refusal(spec.name, spec.arch, device)
     if wrong_gpu:   # before any case: the submission's kernels (and the reference's) cannot run on this GPU
-        return _not_graded(spec, submission, options, "wrong_gpu", wrong_gpu, device, started, t0)
+        return run.not_graded("wrong_gpu", wrong_gpu)
     problem = static_check(spec, submission)
     if problem:
-        return _not_graded(spec, submission, options, problem[0], problem[1], device, started, t0)
-    g = Grader(spec, submission, options, backend, device, ceilings, calibration, progress)
+        return run.not_graded(*problem)
+    g = Grader(spec, submission, options, backend, device, ceilings, calibration, progress or Progress())
     continued = times_continued()
     others: list[tuple[str, Worker]] = []
     try:
-        progress.phase("compiling and loading the submission", None)
-        start = g.worker.ensure()
-        forbidden = g.own_kernels.forbidden_code()   # known from the preload, before solution.py was imported
-        if forbidden:   # the same on every case: refused before solve runs
-            return _not_graded(spec, submission, options, "forbidden", forbidden, device, started, t0)
-        if not start.ok:
-            text = start.message if start.kind == "compile_error" else f"{KIND_TEXT[start.kind]}: {start.message}"
-            if backend.name == "host" and re.search(r"cuda|cupy|nvrtc", start.message, re.I):
-                # the machine's, not the submission's: the host backend has no GPU for CuPy to use
-                return _not_graded(spec, submission, options, "no_gpu", f"{text}; the host backend (--backend host) "
-                                   f"runs NumPy submissions only, without a GPU: grade this one on a machine with a "
-                                   f"GPU, or check it here with --compile-only", device, started, t0)
-            if start.kind == "isolation":   # the machine's: exit 4, as a grade that could not start
-                return _not_graded(spec, submission, options, "no_isolation", isolation_failed_text(start),
-                                   device, started, t0)
-            return _not_graded(spec, submission, options, start.kind, text, device, started, t0)
-        raw_kernels = start.data.get("kernels", ())
-        kernels = resources_from_reply(raw_kernels)   # the worker's reply: only well-formed entries reach a report
-        listed = len(raw_kernels) if isinstance(raw_kernels, (list, tuple)) else int(bool(raw_kernels))
-        kernels_dropped = listed - len(kernels)
-        cases = g.correctness()
+        loaded = _load(g, run)
+        if isinstance(loaded, GradeResult):
+            return loaded
+        cases = g.correctness()   # phase 2
         if g.isolation_failure is not None:   # a restart after a fault could not be isolated: no verdict
-            return _not_graded(spec, submission, options, "no_isolation", isolation_failed_text(g.isolation_failure),
-                               device, started, t0)
+            return run.not_graded("no_isolation", isolation_failed_text(g.isolation_failure))
         untraced = g.untraced_own_work(cases)
-        if untraced:
-            cases.append(untraced)
-        failures = [c for c in cases if not c.passed]
-        small = smallest(failures)
-        repro = None
-        if small is not None and small.token:
-            repro = f"grade {spec.name}{repro_options} --submission {submission} --case '{small.token}'"
-        correct = not failures and not options.case_token
-        bench_results: list[BenchResult] = []
-        hc, hb = hidden_counts(spec)
-        if correct and options.benchmark:
-            # the reference solution, timed side by side when it is available, and always the no-op
-            # baseline worker, which measures the harness's own overhead for the wall-clock bound
-            other_dirs = [(BASELINE, BASELINE_SUBMISSION)]
-            if options.reference is not None:
-                other_dirs.insert(0, (REFERENCE, options.reference.resolve()))
-            for name, folder in other_dirs:
-                w = g._worker(folder, trusted=True, label=f"the {name} worker")  # noqa: SLF001
-                others.append((name, w))
-                w_start = w.ensure()
-                if not w_start.ok:
-                    raise RuntimeError(f"the {name} worker ({folder}) failed to load: {w_start.message}")
-            rng = random.Random(g.seed ^ 0x5EED)
-            for bench in spec.benchmarks:
-                if bench.hidden and not options.profile.hidden:
-                    continue
-                bench_results.append(g.benchmark(bench, others, rng))
-                if bench_results[-1].submission.failure_kind in REFUSED_KINDS:
-                    break   # not the submission's own work: timing the other shapes would say nothing
-            # wrong outputs (or a forbidden library, a memory cap) while timing fail correctness:
-            # a submission must be right on every call, not only on the checked ones
-            for b in bench_results:
-                if b.submission.failure_kind in TIMING_FAILS_CORRECTNESS:
-                    kind = b.submission.failure_kind
-                    cases.append(CaseResult(token="", description=f"benchmark {b.name}", origin="benchmark", size=0,
-                                            status=kind if kind in REFUSED_KINDS else "fail",
-                                            message=b.submission.failure or ""))
-            failures = [c for c in cases if not c.passed]
-            small = small or smallest(failures)
-            correct = not failures
-        performance_block = g.ptx_problem() if correct else None
-        thresholds = spec.thresholds(device.arch if device else None)
-        perf = [scoring.ShapePerf(b.name, b.time_ms, b.reference.time_ms if b.reference else None,
-                                  b.calibrated_ms, b.ceiling_fraction, b.submission.failure) for b in bench_results]
-        if options.case_token:
-            sc = scoring.Score(0.0, spec.points_correctness, 0.0, spec.points_performance, None, (), None,
-                               "a single --case run is not scored")
-        elif correct and not options.benchmark:
-            sc = scoring.Score(spec.points_correctness, spec.points_correctness, 0.0, spec.points_performance,
-                               None, (), None, "timing skipped (--no-timing)")
-        else:
-            sc = scoring.score(correct, perf, thresholds, spec.points_correctness, spec.points_performance)
-            if performance_block:
-                sc = replace(sc, performance=0.0, note=performance_block)
-        flags = scoring.review_flags(perf, thresholds)
-        sc = scoring.withhold(sc, flags, options.accept_implausible)
-        if g.budget_spent:
-            flags.append(f"correctness stopped after {len(cases)} cases: {CASE_BUDGET_SHARE:.0%} of the exercise's "
-                         f"time limit ([limits] total_s = {spec.limits.total_s:g} s) was spent")
-        if performance_block:
-            flags.append(performance_block)
-        if kernels_dropped > 0:
-            flags.append(f"the worker's load reply listed {kernels_dropped} malformed kernel resource entr"
-                         f"{'y' if kernels_dropped == 1 else 'ies'} (the grader's worker writes none: was its reply "
-                         f"changed by the submission?); left out of this report")
-        for b in bench_results:
-            if b.submission.outside_events:
-                flags.append(f"{b.name}: {b.submission.overhead_ms_per_call * 1e3:.0f} us per call ran outside the "
-                             f"timed events, over the {b.submission.allowed_ms_per_call * 1e3:.0f} us allowed (side "
-                             f"stream, host thread, deferred work or a patched timer?); the wall-clock time was used")
-            if b.submission.drained_ms_per_call > 0:
-                flags.append(f"{b.name}: work the submission left on the GPU ran {b.submission.drained_ms_per_call * 1e3:.0f}"
-                             f" us per call after its replies (counted in its wall-clock time)")
-            if b.submission.failure_kind == "gpu_busy":
-                others_on_gpu = (f" (other processes on this GPU then: {', '.join(sorted(g.gpu_sharers))}; grade on a "
-                                 f"GPU nothing else uses)" if g.gpu_sharers else "")
-                flags.append(f"{b.name}: {b.submission.failure}{others_on_gpu}; no performance points for this shape")
-            if b.submission.uneven:
-                flags.append(f"{b.name}: call times within a round differ by more than {UNEVEN_RATIO:g}x (work of "
-                             f"several calls done in one?); each round is scored by its mean")
-            if b.clock is not None and b.clock.throttled:
-                flags.append(f"{b.name}: GPU clock {b.clock.sm_mhz}/{b.clock.max_sm_mhz} MHz while timed kernels ran"
-                             + (f", throttled ({', '.join(b.clock.throttle)})" if b.clock.throttle else "")
-                             + "; timings may be low")
-            # a reference left without samples, or failed by a busy GPU, once the submission's timing
-            # had failed is not a reference failure (timing._gpu_busy fails the trusted ones then)
-            if b.reference is not None and b.reference.failure and not (
-                    b.submission.failure and b.reference.failure_kind in (None, "gpu_busy")):
-                raise RuntimeError(f"the reference solution failed while timing {b.name}: {b.reference.failure}")
-        g.close()  # now, so that processes it left behind are found and counted
-        for _, w in others:
-            w.close()
-        strays = g.worker.strays_killed + sum(w.strays_killed for _, w in others)
-        if strays:  # the reference and baseline workers are trusted: any stray is the submission's
-            flags.append(f"the submission left {strays} process(es) running after its worker "
-                         f"stopped (a daemon?); they were killed")
-        escaped = len(g.worker.escaped)
-        if escaped:
-            flags.append(f"the submission started {escaped} process(es) that left its worker's process tree "
-                         f"(a daemon, by a double fork); they were stopped, continued and timed with the worker and killed with it")
-        if times_continued() != continued:
-            flags.append("the grading process was stopped and continued during this grade (SIGSTOP from another "
-                         "process, or job control): timings are not trustworthy; grade again")
-        return GradeResult(
-            exercise=spec.name, title=spec.title, submission=str(submission), status="graded", reason="",
-            reason_kind="", profile=options.profile.name, seed=options.seed, secret_used=bool(options.secret),
-            device=device, ceilings=ceilings, kernels=kernels, cases=tuple(cases), smallest_failure=small,
-            repro=repro, benchmarks=tuple(bench_results), score=sc, flags=tuple(flags), hidden_cases=hc,
-            hidden_benchmarks=hb, worker_restarts=max(0, g.worker.starts - 1),
-            seconds=time.perf_counter() - t0, started=started, versions=versions(device),
-            isolation=f"{g.worker.isolation}; {g.worker.kernel_check}")
+        cases += [untraced] if untraced else []
+        small = smallest([c for c in cases if not c.passed])
+        correct = small is None and not options.case_token
+        benchmarks = _timing(g, others) if correct and options.benchmark else []
+        cases += _timing_failures(benchmarks)
+        small = small or smallest([c for c in cases if not c.passed])
+        correct = correct and small is None
     finally:
-        g.close()
+        g.close()   # before the process flags: processes it left behind are found and counted
         for _, w in others:
             w.close()
-
+    performance_block = g.ptx_problem() if correct else None
+    thresholds = spec.thresholds(device.arch if device else None)
+    perf = [scoring.ShapePerf(b.name, b.time_ms, b.reference.time_ms if b.reference else None,
+                              b.calibrated_ms, b.ceiling_fraction, b.submission.failure) for b in benchmarks]
+    flags = scoring.review_flags(perf, thresholds)
+    sc = scoring.withhold(_score(spec, options, correct, perf, thresholds, performance_block), flags,
+                          options.accept_implausible)
+    if g.budget_spent:
+        flags.append(f"correctness stopped after {len(cases)} cases: {CASE_BUDGET_SHARE:.0%} of the exercise's "
+                     f"time limit ([limits] total_s = {spec.limits.total_s:g} s) was spent")
+    if performance_block:
+        flags.append(performance_block)
+    if loaded.dropped > 0:
+        flags.append(f"the worker's load reply listed {loaded.dropped} malformed kernel resource entr"
+                     f"{'y' if loaded.dropped == 1 else 'ies'} (the grader's worker writes none: was its reply "
+                     f"changed by the submission?); left out of this report")
+    for b in benchmarks:
+        flags += _bench_flags(b, g.gpu_sharers)
+    flags += _process_flags(g, others, continued)
+    repro = (f"grade {spec.name}{repro_options} --submission {submission} --case '{small.token}'"
+             if small is not None and small.token else None)
+    return run.result(GradeStatus.GRADED, sc, ceilings=ceilings, kernels=loaded.kernels, cases=cases,
+                      smallest_failure=small, repro=repro, benchmarks=benchmarks, flags=flags,
+                      worker_restarts=max(0, g.worker.starts - 1),
+                      isolation=f"{g.worker.isolation}; {g.worker.kernel_check}")

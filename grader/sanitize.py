@@ -1,7 +1,8 @@
 """``grade EX --sanitize``: run one case under NVIDIA compute-sanitizer, one tool at a time, and
 read its report back as small records mapped to ``kernel.cu:LINE``.
 
-One responsibility: build the command, run it with a time limit, parse the log. What runs under
+What it owns: choosing the case (:func:`sanitize_case`), building the command, running it with a
+time limit, parsing the log, and the report's lines (:func:`report_lines`). What runs under
 the sanitizer is :mod:`grader.sanitize_run` (load the spec, build the case's inputs in exact-size
 arrays with CuPy's pool off, compile with ``-lineinfo``, call ``solve`` once); it writes a small
 JSON status file next to the log. Submission code never runs in this process.
@@ -29,7 +30,10 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
+
+if TYPE_CHECKING:
+    from grader.spec import Spec
 
 TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
 MEMCHECK_PADDING = 512   # bytes of red zone memcheck adds after each allocation
@@ -552,3 +556,52 @@ def pick_edge_case(spec, edges):  # type: ignore[no-untyped-def]
     c = max(fits, key=lambda c: (1 not in c.dim_dict.values(), elements(spec, c.dim_dict), c.size()))
     return c.token, (f"no case failed, so the largest edge case within the sanitizer's size cap (2^24 elements "
                      f"and dims product), for many warps and blocks: {c.describe(spec)}")
+
+
+def sanitize_case(spec: Spec, result: Any, mode: str, seed: int, secret: str | None,
+                  case_token: str | None) -> tuple[str | None, str]:
+    """(token, why it was chosen) of the case to sanitize: --case, else the smallest failing case,
+    else the largest edge case under the sanitizer's size cap (see :func:`pick_edge_case`);
+    (None, why) when there is none."""
+    from grader.cases import PROFILES, combine_seed, edge_cases
+    if case_token:
+        return case_token, "the case given with --case"
+    small = result.smallest_failure
+    if small is not None and small.token:
+        return small.token, f"the smallest failing case ({small.description}: {small.status})"
+    edges = edge_cases(spec, PROFILES[mode], combine_seed(seed, secret))
+    if edges:
+        return pick_edge_case(spec, edges)
+    return None, "no case failed and the spec has no edge cases; pass --case TOKEN"
+
+
+SANITIZE_SHOWN = 3  # findings shown per tool
+
+
+def report_lines(reports: Sequence[SanitizerReport]) -> list[str]:
+    """The sanitizer section of a text report, as rich markup lines (the first SANITIZE_SHOWN
+    findings of each tool)."""
+    from rich.markup import escape
+    lines = []
+    for r in reports:
+        color = "green" if r.clean else "yellow" if r.status != "ok" and not r.findings else "red"
+        lines.append(f"[{color}]{escape(summary_line(r))}[/]" + (f" ({r.seconds:.0f} s)" if r.seconds >= 1 else ""))
+        if r.message:
+            lines.append(f"  {escape(r.message)}")
+        for f in r.findings[:SANITIZE_SHOWN]:
+            times = f" (x{f.repeats})" if f.repeats > 1 else ""
+            sev = "" if f.severity == "error" else f" [{f.severity}]"
+            lines.append(f"  [bold]{escape(f.where)}[/]: {escape(f.kind)}{escape(sev)}{times}")
+            if f.message:
+                lines.append(f"      {escape(f.message)}")
+        more = len(r.findings) - SANITIZE_SHOWN
+        if more > 0 or r.not_printed:
+            lines.append(f"  ... {max(more, 0)} more distinct report(s)"
+                         + (f", {r.not_printed} beyond the print limit" if r.not_printed else ""))
+        if r.findings and not any(f.line for f in r.findings):
+            lines.append("  (no kernel.cu line: was the kernel compiled through grader.kernel.load?)")
+        if r.note:
+            lines.append(f"  [dim]{escape(r.note)}[/]")
+        if r.status != "ok" and r.raw_tail:
+            lines += [f"  | {escape(t)}" for t in r.raw_tail.splitlines()[-8:]]
+    return lines

@@ -63,6 +63,16 @@ class Score:
     note: str = ""
     withheld: float = 0.0     # performance points earned but withheld pending review (implausible result)
 
+    @classmethod
+    def unscored(cls, points_correctness: float, points_performance: float, note: str) -> "Score":
+        """No points at all (not graded, not correct, or a run that is not scored), and why."""
+        return cls(0.0, points_correctness, 0.0, points_performance, None, (), None, note)
+
+    @classmethod
+    def correctness_only(cls, points_correctness: float, points_performance: float, note: str) -> "Score":
+        """Full correctness points and no performance points, and why performance was not scored."""
+        return cls(points_correctness, points_correctness, 0.0, points_performance, None, (), None, note)
+
     @property
     def total(self) -> float:
         return self.correctness + self.performance
@@ -109,19 +119,18 @@ def score(correct: bool, shapes: Sequence[ShapePerf], thresholds: Thresholds,
           points_correctness: float, points_performance: float) -> Score:
     """Score one submission; see the module docstring for the rules."""
     if not correct:
-        return Score(0.0, points_correctness, 0.0, points_performance, None, (), None,
-                     "correctness failed, so performance was not scored")
+        return Score.unscored(points_correctness, points_performance, "correctness failed, so performance was not scored")
     if not shapes:
-        return Score(points_correctness, points_correctness, 0.0, points_performance, None, (), None,
-                     "no benchmark shape was timed (all are hidden outside grading mode)")
+        return Score.correctness_only(points_correctness, points_performance,
+                                      "no benchmark shape was timed (all are hidden outside grading mode)")
     failed = [s for s in shapes if s.failure or s.time_ms is None]
     if failed:
-        return Score(points_correctness, points_correctness, 0.0, points_performance, None, (), None,
-                     f"timing failed on {failed[0].name}: {failed[0].failure or 'no time'}")
+        return Score.correctness_only(points_correctness, points_performance,
+                                      f"timing failed on {failed[0].name}: {failed[0].failure or 'no time'}")
     basis = choose_basis(shapes)
     if basis is None:
-        return Score(points_correctness, points_correctness, 0.0, points_performance, None, (), None,
-                     "no reference time and no ceiling to compare with")
+        return Score.correctness_only(points_correctness, points_performance,
+                                      "no reference time and no ceiling to compare with")
     per_shape = []
     for s in shapes:
         if basis in ("side-by-side", "calibration"):

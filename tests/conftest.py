@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.calibration import Calibration, load_calibration
 from grader.cases import PROFILES, Profile
-from grader.grade import GradeOptions, GradeResult, grade
+from grader.grade import GradeOptions, GradeResult
 from grader.spec import Spec, load_spec
 from grader.timing import StopPolicy
 
@@ -42,35 +41,68 @@ def grade_folder(spec: Spec, folder: Path, *, backend: str = "cuda", profile: Pr
                  policy: StopPolicy | None = None, case_token: str | None = None) -> GradeResult:
     """Grade ``folder`` in-process (the submission still runs in a worker)."""
     from grader import device as dev
-    from grader.sandbox.buffers import CudaBackend, HostBackend
+    from grader.context import GradingContext
 
-    if backend == "cuda":
-        info = dev.detect()
-        be = CudaBackend()
-        ceil = dev.ceilings(info, {spec.ceiling})
-        cal = load_calibration(ROOT, info.arch)
-    else:
-        info, be, ceil, cal = None, HostBackend(), None, Calibration(None, {}, {})
+    ctx = GradingContext.on(dev.detect(), ROOT) if backend == "cuda" else GradingContext.host()
     opts = GradeOptions(profile=profile or PROFILES["quick"], seed=seed, backend=backend, reference=reference,
                         benchmark=benchmark, policy=policy or StopPolicy(), case_token=case_token)
-    return grade(spec, folder, opts, be, info, ceil, cal)
+    return ctx.grade(spec, folder, opts)
 
 
 CHEATS = Path(__file__).resolve().parent / "cheats"
-SHARED_KERNELS = CHEATS / "_kernels"   # kernels several cheats use unchanged, named by cheat.toml's ``kernel``
+SHARED_KERNELS = CHEATS / "_kernels"   # kernel parts several cheats use unchanged, named by cheat.toml's ``kernel``
+
+
+def _cheat_meta(folder: Path) -> dict:
+    import tomllib
+    return tomllib.loads((folder / "cheat.toml").read_text())
+
+
+def cheat_kernel_parts(folder: Path) -> list[Path]:
+    """The files cheat ``folder``'s cheat.toml names as its kernel (``kernel = "FILE"`` or a list of
+    FILEs), each in the cheat's own folder or else in tests/cheats/_kernels/; [] when it names none
+    (the folder holds its own kernel.cu, or takes its base's)."""
+    named = _cheat_meta(folder).get("kernel", [])
+    return [folder / n if (folder / n).is_file() else SHARED_KERNELS / n
+            for n in ([named] if isinstance(named, str) else named)]
+
+
+def cheat_solution(folder: Path) -> str:
+    """The solution.py of cheat ``folder``: its own, or, when its cheat.toml names ``base = "NAME"``
+    (a cheat of the same exercise), NAME's solution.py with this cheat's first line ("# cheat:
+    <tries>") and each of its ``change = [["OLD", "NEW"], ...]`` applied (OLD must occur once).
+
+    Raises:
+        AssertionError: an OLD that does not occur exactly once (the base changed: update the change).
+    """
+    if (folder / "solution.py").is_file():
+        return (folder / "solution.py").read_text()
+    meta = _cheat_meta(folder)
+    base = cheat_solution(folder.parent / meta["base"])
+    text = f"# cheat: {meta['tries']}\n" + base.split("\n", 1)[1]
+    for old, new in meta.get("change", []):
+        assert text.count(old) == 1, f"{folder.name}: {old!r} occurs {text.count(old)} times in {meta['base']}"
+        text = text.replace(old, new)
+    return text
 
 
 def cheat_submission(folder: Path, dest: Path) -> Path:
-    """The submission folder of cheat ``folder``: the folder itself when it holds its kernel.cu;
-    otherwise (cheat.toml names ``kernel = "FILE"`` in tests/cheats/_kernels/) a copy of it at
-    ``dest / folder.name`` with that file as kernel.cu."""
-    import tomllib
-    if (folder / "kernel.cu").is_file():
+    """The submission folder of cheat ``folder``: the folder itself when it holds its kernel.cu and
+    solution.py; otherwise a copy of it at ``dest / folder.name`` with kernel.cu made of the parts
+    cheat.toml names (:func:`cheat_kernel_parts`, joined in order; the parts of its own are left out
+    of the copy) or else its base's kernel.cu, and solution.py from :func:`cheat_solution`."""
+    if (folder / "kernel.cu").is_file() and (folder / "solution.py").is_file():
         return folder
-    shared = SHARED_KERNELS / tomllib.loads((folder / "cheat.toml").read_text())["kernel"]
+    parts = cheat_kernel_parts(folder)
     out = dest / folder.name
-    shutil.copytree(folder, out, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(shared, out / "kernel.cu")
+    own = {p.name for p in parts if p.parent == folder}
+    shutil.copytree(folder, out, ignore=shutil.ignore_patterns("__pycache__", *own))
+    if parts:
+        (out / "kernel.cu").write_text("\n".join(p.read_text().rstrip("\n") + "\n" for p in parts))
+    elif not (out / "kernel.cu").is_file():
+        base = cheat_submission(folder.parent / _cheat_meta(folder)["base"], dest / "base")
+        shutil.copy(base / "kernel.cu", out / "kernel.cu")
+    (out / "solution.py").write_text(cheat_solution(folder))
     return out
 
 

@@ -119,7 +119,7 @@ def test_the_worker_config_carries_the_spec_arch(tmp_path: Path) -> None:
     g.spec, g.submission, g.backend = spec, sub, HostBackend()
     g.arg_names = spec.arg_order
     g.opt = GradeOptions(PROFILES["quick"], backend="host")
-    worker = g._worker(sub, trusted=True)
+    worker = g.new_worker(sub, trusted=True)
     worker.close()
     assert worker.config.arch == "sm_90a"
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import calibrate, cli
+from grader import calibrate, cli, cli_batch
 from grader.device import ClockState
 from grader.timing import summarize
 from tests.conftest import FIXTURES, ROOT
@@ -614,7 +614,7 @@ def test_batch_in_grading_mode_without_the_kernel_tracer_refuses_once_and_grades
                                                                                          monkeypatch):
     from grader import batch as gb
     from grader.sandbox import isolation, kernel_trace
-    monkeypatch.setattr(cli, "_detect_gpu", lambda: object())
+    monkeypatch.setattr(cli_batch, "detect_gpu", lambda: object())
     monkeypatch.setattr(isolation, "unavailable_reason", lambda: None)
     monkeypatch.setattr(kernel_trace, "build", lambda cache: "cupti.h not found (test)")
     monkeypatch.setattr(gb, "run_batch", lambda *a, **k: pytest.fail("graded without the tracer"))

@@ -279,11 +279,11 @@ def test_help_documents_sanitize(runner):
 def test_the_case_sanitized_is_the_given_then_the_smallest_failure_then_the_largest_capped_edge_case():
     spec = spec_of("ex01_vector_add")
     failing = types.SimpleNamespace(token="n=3/a=0,b=0/seed=9", description="n=3", status="fail")
-    assert cli.sanitize_case(spec, types.SimpleNamespace(smallest_failure=failing), "quick", 0, None,
+    assert san.sanitize_case(spec, types.SimpleNamespace(smallest_failure=failing), "quick", 0, None,
                              "n=5/a=0,b=0/seed=1") == ("n=5/a=0,b=0/seed=1", "the case given with --case")
-    token, why = cli.sanitize_case(spec, types.SimpleNamespace(smallest_failure=failing), "quick", 0, None, None)
+    token, why = san.sanitize_case(spec, types.SimpleNamespace(smallest_failure=failing), "quick", 0, None, None)
     assert token == failing.token and why.startswith("the smallest failing case")
-    token, why = cli.sanitize_case(spec, types.SimpleNamespace(smallest_failure=None), "quick", 0, None, None)
+    token, why = san.sanitize_case(spec, types.SimpleNamespace(smallest_failure=None), "quick", 0, None, None)
     assert token.startswith("n=1000003/")   # many warps and blocks, not n = 1
     assert why.startswith("no case failed, so the largest edge case within the sanitizer's size cap")
 
@@ -296,7 +296,7 @@ def test_text_section_lists_each_tools_first_errors():
     from rich.console import Console
     buf = StringIO()
     console = Console(file=buf, width=200, color_system=None)
-    for line in cli.sanitize_text(reports):
+    for line in san.report_lines(reports):
         console.print(line, highlight=False)
     text = buf.getvalue()
     assert "memcheck: 3 errors" in text and "racecheck: 2 errors" in text and "synccheck: clean" in text

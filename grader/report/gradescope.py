@@ -26,7 +26,7 @@ def to_dict(r: GradeResult) -> dict[str, Any]:
     """results.json for one graded submission."""
     sc = r.score
     tests: list[dict[str, Any]] = []
-    if r.status != "graded":
+    if not r.graded:
         tests.append({"name": f"{r.exercise}: submission", "score": 0.0, "max_score": sc.maximum,
                       "status": "failed", "output": r.reason, "visibility": "visible"})
     else:

@@ -50,7 +50,7 @@ def to_html(result: GradeResult, exit_code: int) -> str:
     r, s = result, result.score
     parts = [f"<h1>{escape(r.exercise)}: {escape(r.title)}</h1>",
              f'<p class="meta">submission {escape(r.submission)} · {escape(r.started)} · exit code {exit_code}</p>']
-    if r.status != "graded":
+    if not r.graded:
         parts.append(f'<p class="score fail">Not graded ({escape(r.reason_kind)}): {escape(r.reason)}</p>')
     else:
         parts.append(f'<p class="score">{s.total:.1f} / {s.maximum:.0f} points: correctness {s.correctness:.1f} of '
@@ -106,7 +106,7 @@ def to_html(result: GradeResult, exit_code: int) -> str:
     device = r.device.name if r.device is not None else "no GPU"
     parts.append(f'<p class="meta">{escape(device)} · seed {r.seed} · {escape(r.isolation)} · '
                  f'{" · ".join(f"{escape(k)} {escape(str(v))}" for k, v in r.versions.items())}</p>')
-    return _page(f"{r.exercise}: {s.total:.1f} / {s.maximum:.0f}" if r.status == "graded" else f"{r.exercise}: not graded",
+    return _page(f"{r.exercise}: {s.total:.1f} / {s.maximum:.0f}" if r.graded else f"{r.exercise}: not graded",
                  "\n".join(parts))
 
 

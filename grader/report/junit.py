@@ -23,7 +23,7 @@ def to_xml(r: GradeResult) -> str:
                  ("device", r.device.name if r.device else "none"), ("seed", str(r.seed))):
         ET.SubElement(props, "property", name=k, value=v)
     failures = errors = tests = 0
-    if r.status != "graded":  # the submission could not be graded: its problem, so a failure
+    if not r.graded:  # the submission could not be graded: its problem, so a failure
         tests, failures = 1, 1
         case = ET.SubElement(suite, "testcase", classname=r.exercise, name="submission", time="0")
         ET.SubElement(case, "failure", message=r.reason[:500], type=r.reason_kind).text = r.reason

@@ -103,7 +103,7 @@ def render(r: GradeResult, console: Console) -> None:
                   + (" (mixed with the grading secret)" if r.secret_used else ""))
     if r.isolation:
         console.print(f"isolation: {escape(r.isolation)}", highlight=False)
-    if r.status != "graded":
+    if not r.graded:
         console.print(f"\n[bold red]Not graded[/] ({KIND_TEXT.get(r.reason_kind, r.reason_kind)}):")
         console.print(r.reason, markup=False, highlight=False)
         _score(r, console)
