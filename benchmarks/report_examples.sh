@@ -18,6 +18,6 @@ grade() {
 grade ex07 --submission solutions/ex07_softmax --profile
 grade ex08 --submission tests/fixtures/gpu/ex08_layernorm_naive --profile
 grade ex08 --submission solutions/ex08_layernorm --profile
-grade ex11 --submission tests/fixtures/gpu/ex11_gemm_regtile_prev --plot "$OUT/ex11_prev_roofline.svg" \
+grade ex11 --submission solutions/ex10_gemm_smem --plot "$OUT/ex11_prev_roofline.svg" \
   --format html --output "$OUT/ex11_prev.html"
 grep -E "^=====|score|profile|DRAM|occupancy|stall" "$LOG" | head -80

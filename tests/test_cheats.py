@@ -17,8 +17,13 @@ tries>``), ``kernel.cu`` (empty for CPU-side cheats) and ``cheat.toml``:
                   alternatives separated by " | " where either of two checks may (a time patch just
                   above the wall-clock slack is caught by that bound or, when the worker's own
                   harness overhead happens to run low, by the implausibility check)
-    kernel      = optional: a file of tests/cheats/_kernels/ used as kernel.cu (a kernel several
-                  cheats share unchanged), instead of the folder's own kernel.cu
+    kernel      = optional, instead of the folder's own kernel.cu: a file, or a list of files joined
+                  in order, each in the folder or else in tests/cheats/_kernels/ (kernel parts several
+                  cheats share unchanged), that make its kernel.cu (conftest.cheat_submission)
+    base        = optional, instead of the folder's own solution.py: another cheat of the exercise
+                  whose solution.py (and kernel, unless this one has its own) this cheat varies
+    change      = optional, with base: [["OLD", "NEW"], ...], replacements in the base's solution.py
+                  (conftest.cheat_solution; its first line becomes this cheat's "# cheat: <tries>")
 
 Host cheats are graded here with small profiles; cuda ones are marked ``gpu``.
 """
@@ -39,14 +44,15 @@ from grader.cases import PROFILES
 from grader.grade import GradeResult
 from grader.spec import load_spec
 from grader.timing import StopPolicy
-from tests.conftest import CHEATS, FIXTURES, ROOT, SHARED_KERNELS, cheat_submission, grade_folder
+from tests.conftest import (CHEATS, FIXTURES, ROOT, SHARED_KERNELS, cheat_kernel_parts, cheat_solution,
+                            cheat_submission, grade_folder)
 
 COURSE = FIXTURES / "course"
 FOLDERS = sorted(p.parent for p in CHEATS.glob("*/*/cheat.toml"))
 EXPECT = ("incorrect", "flag", "zero_performance", "rejected", "no_gain")
 BACKENDS = ("host", "cuda")
 KEYS = {"tries", "backend", "exercise", "expect", "detected_by"}
-OPTIONAL_KEYS = {"kernel"}
+OPTIONAL_KEYS = {"kernel", "base", "change"}
 # Case statuses that are a refusal rather than a wrong answer.
 REFUSALS = {"forbidden", "forbidden_library", "foreign_kernel", "tampered", "required"}
 
@@ -209,42 +215,62 @@ def test_the_corpus_covers_enough_cheats():
 def test_cheat_folder_is_well_formed(folder):
     m = meta(folder)
     assert KEYS <= set(m) <= KEYS | OPTIONAL_KEYS, f"cheat.toml keys: {sorted(m)}"
-    assert all(isinstance(m[k], str) and m[k].strip() for k in m)
+    assert all(isinstance(m[k], str) and m[k].strip() for k in KEYS)
+    assert "kernel" not in m or (isinstance(m["kernel"], (str, list)) and m["kernel"]
+                                 and all(isinstance(n, str) and n.endswith(".cu") for n in cheat_kernel_names(m)))
     assert "\n" not in m["tries"]
     assert m["backend"] in BACKENDS and m["expect"] in EXPECT
     assert m["detected_by"] == m["detected_by"].lower()
     assert folder.parent.name == m["exercise"]
-    source = (folder / "solution.py").read_text()
+    source = cheat_solution(folder)
     first = source.splitlines()[0]
     assert first.startswith("# cheat: ") and len(first) > len("# cheat: ") + 5, first
     assert first == f"# cheat: {m['tries']}"
     ast.parse(source, filename=str(folder / "solution.py"))
     # its own kernel.cu or a shared one, never both
-    assert (folder / "kernel.cu").is_file() != ("kernel" in m), "kernel.cu, or kernel = ... in cheat.toml"
-    kernel = SHARED_KERNELS / m["kernel"] if "kernel" in m else folder / "kernel.cu"
-    assert kernel.is_file(), kernel
+    # its own kernel.cu, kernel parts, or its base's kernel; its own solution.py or its base's
+    own_kernels = (folder / "kernel.cu").is_file() + ("kernel" in m)
+    assert own_kernels == 1 or (own_kernels == 0 and "base" in m), "kernel.cu, kernel = ... or base = ... in cheat.toml"
+    assert (folder / "solution.py").is_file() != ("base" in m), "solution.py, or base = ... in cheat.toml"
+    assert "change" not in m or "base" in m
+    base = folder.parent / m["base"] if "base" in m else None
+    assert base is None or (base / "cheat.toml").is_file(), f"base {base}: no such cheat"
+    parts = cheat_kernel_parts(folder) or [folder / "kernel.cu" if (folder / "kernel.cu").is_file() or base is None
+                                           else (cheat_kernel_parts(base) or [base / "kernel.cu"])[0]]
+    assert all(p.is_file() for p in parts), parts
+    text = "".join(p.read_text() for p in parts)
     if m["backend"] == "host":
         assert (COURSE / "exercises" / m["exercise"] / "spec.toml").is_file()
-        assert kernel.read_text().strip() == ""
+        assert text.strip() == ""
     else:
         assert (ROOT / "exercises" / m["exercise"] / "spec.toml").is_file()
-        assert kernel.read_text().strip(), "a GPU cheat needs its kernel.cu"
+        assert text.strip(), "a GPU cheat needs its kernel.cu"
 
 
-def test_every_shared_kernel_is_used_by_several_cheats():
-    used = [meta(f)["kernel"] for f in FOLDERS if "kernel" in meta(f)]
+def cheat_kernel_names(m: dict) -> list[str]:
+    """The kernel parts a cheat.toml names (none, one or a list)."""
+    named = m.get("kernel", [])
+    return [named] if isinstance(named, str) else list(named)
+
+
+def test_every_shared_kernel_part_is_used_by_several_cheats():
+    """A part in tests/cheats/_kernels/ serves two cheats at least (the known gaps, cheats kept for
+    the record in tests/known_gaps/, count too); a part one cheat uses lives in its folder."""
+    known_gaps = sorted(p.parent for p in (ROOT / "tests" / "known_gaps").glob("*/cheat.toml"))
+    used = [n for f in FOLDERS + known_gaps for n in cheat_kernel_names(meta(f)) if not (f / n).is_file()]
     for k in SHARED_KERNELS.glob("*.cu"):
-        assert used.count(k.name) >= 2, f"{k.name}: used by {used.count(k.name)} cheat(s); keep a kernel used once in its cheat's folder"
+        assert used.count(k.name) >= 2, f"{k.name}: used by {used.count(k.name)} cheat(s); keep a part used once in its cheat's folder"
 
 
 # -- host cheats: graded in CI -----------------------------------------------------------------------
 @pytest.mark.parametrize("folder", by_backend("host"), ids=cheat_id)
-def test_host_cheat_is_caught(folder):
+def test_host_cheat_is_caught(folder, tmp_path):
     m = meta(folder)
     ex, ref = exercise_dirs(m)
-    before = files_of(folder)
-    r, left = grade_host(folder, ex / "spec.toml", ref)
-    assert files_of(folder) == before, "a cheat wrote into its folder"
+    sub = cheat_submission(folder, tmp_path)
+    before = files_of(sub)
+    r, left = grade_host(sub, ex / "spec.toml", ref)
+    assert files_of(sub) == before, "a cheat wrote into its folder"
     check_expectation(r, m)
     check_reports(r)
     assert not left, f"processes {left} outlived the grade"

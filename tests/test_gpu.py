@@ -132,9 +132,11 @@ def test_compile_error_is_reported_with_line(tmp_path) -> None:
 # share: the most of the performance points the previous rung may keep. ex09's uncoalesced variant
 # keeps 6.4 of 60 on the H200 (2026-12-01: ratios 0.16 at 4096^3, 0.08 at 8192x8192x256, 0.41 at the
 # irregular 8205x2949x5921 that issue 19 added, where uncoalesced B reads cost less).
+# The previous rung of ex10 and ex11 is the earlier exercise's reference solution itself (graded
+# on the next exercise's spec), not a copy of it.
 LADDER = [("ex09_gemm_naive_uncoalesced", "ex09_gemm_naive", 0.15),
-          ("ex10_gemm_smem_prev", "ex10_gemm_smem", 0.5),
-          ("ex11_gemm_regtile_prev", "ex11_gemm_regtile", 0.5),
+          ("solutions/ex09_gemm_naive", "ex10_gemm_smem", 0.5),
+          ("solutions/ex10_gemm_smem", "ex11_gemm_regtile", 0.5),
           ("ex12_gemm_tensorcore_prev", "ex12_gemm_tensorcore", 0.5)]
 
 
@@ -146,7 +148,8 @@ def _without_8192_cubed(name: str):
 @pytest.mark.parametrize("fixture, name, share", LADDER, ids=[f for f, _, _ in LADDER])
 def test_previous_rung_is_correct_and_scores_clearly_fewer_points(fixture: str, name: str, share: float) -> None:
     spec = _without_8192_cubed(name)
-    r = grade_folder(spec, FIXTURES / "gpu" / fixture, reference=ROOT / "solutions" / name)
+    folder = ROOT / fixture if fixture.startswith("solutions/") else FIXTURES / "gpu" / fixture
+    r = grade_folder(spec, folder, reference=ROOT / "solutions" / name)
     assert r.correct, r.smallest_failure
     ratios = {b.name: round(b.ratio, 3) for b in r.benchmarks}
     print(f"LADDER {fixture}: performance {r.score.performance:.1f}/{r.score.performance_max:g}, ratios {ratios}")

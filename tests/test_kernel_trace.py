@@ -17,6 +17,7 @@ from grader.static import strip_comments
 from grader.report.json_report import schema
 from grader.sandbox import kernel_trace as kt
 from grader.sandbox.supervisor import KIND_TEXT
+from tests.conftest import cheat_submission
 
 ROOT_CHEATS = Path(__file__).resolve().parent / "cheats"
 
@@ -766,7 +767,7 @@ def test_the_judged_ptx_and_the_loaded_cubin_come_from_one_compile(tmp_path):
     the cubin's kernels."""
     from grader.kernel import compile_source
     from grader.static import compile_with_nvrtc, ptx_of
-    cheat = ROOT_CHEATS / "ex05_scan" / "cub_where_the_check_cannot_see" / "kernel.cu"
+    cheat = cheat_submission(ROOT_CHEATS / "ex05_scan" / "cub_where_the_check_cannot_see", tmp_path / "cheat") / "kernel.cu"
     source = tmp_path / "kernel.cu"
     source.write_text(cheat.read_text())
     cubin, ptx = compile_source(source.read_text(), source, ("-std=c++17",), "sm_90")
@@ -817,7 +818,7 @@ def test_library_code_is_found_behind_comments_and_calls(tmp_path, cheat):
     kernel that can run CUB's code is CUB's."""
     from grader.kernel import compile_source
     folder = tmp_path / "sub"
-    shutil.copytree(ROOT_CHEATS / cheat, folder)
+    shutil.copytree(cheat_submission(ROOT_CHEATS / cheat, tmp_path / "parts"), folder)
     source = folder / "kernel.cu"
     _, ptx = compile_source(source.read_text(), source, ("-std=c++17",), "sm_90")
     own = kt.KernelPolicy((), folder, forbidden_headers=("cub/", "thrust/")).judge({"kernel.cu": ptx}, {})

@@ -1,4 +1,5 @@
-"""Every .cu file in the repository compiles with nvcc for sm_80, sm_89 and sm_90."""
+"""Every .cu file in the repository compiles with nvcc for sm_80, sm_89 and sm_90 (a cheat's kernel
+parts joined into its kernel.cu, as conftest.cheat_submission builds it, rather than each part)."""
 from __future__ import annotations
 
 import shutil
@@ -6,15 +7,18 @@ import subprocess
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import CHEATS, ROOT, SHARED_KERNELS, cheat_kernel_parts, cheat_submission
 
 KNOWN_GAPS = ROOT / "tests" / "known_gaps"   # cheats kept for the record, some deliberately uncompilable
 # Virtual environments made inside the checkout (`python3 -m venv v`, as the README's set-up may be
 # done) hold installed packages' .cu files (CuPy's): not the course's.
 VENVS = [p.parent for p in ROOT.glob("*/pyvenv.cfg")]
+ASSEMBLED = sorted(p.parent for p in CHEATS.glob("*/*/cheat.toml") if cheat_kernel_parts(p.parent))
+PARTS = {*SHARED_KERNELS.glob("*.cu"), *(part for f in ASSEMBLED for part in cheat_kernel_parts(f))}
 CU_FILES = sorted(p for p in ROOT.rglob("*.cu")
                   if not any(part.startswith(".") or part == "site-packages" for part in p.relative_to(ROOT).parts)
                   and not p.is_relative_to(KNOWN_GAPS) and not any(p.is_relative_to(v) for v in VENVS)
+                  and p not in PARTS
                   and "__global__" in p.read_text(errors="replace"))  # skips the CPU-only fakes' empty files
 ARCHES = ["sm_80", "sm_89", "sm_90"]
 
@@ -27,8 +31,21 @@ def test_there_are_kernels_to_compile():
 @pytest.mark.parametrize("arch", ARCHES)
 @pytest.mark.parametrize("path", CU_FILES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_compiles(path, arch, tmp_path):
-    # a file that needs options (as its solution.py passes them to load) names them on a line
-    # "// nvcc-options: -DNAME=VALUE ..."
+    _nvcc(path, arch, tmp_path)
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("arch", ARCHES)
+@pytest.mark.parametrize("folder", ASSEMBLED, ids=lambda p: str(p.relative_to(ROOT)))
+def test_assembled_cheat_kernels_compile(folder, arch, tmp_path):
+    kernel = cheat_submission(folder, tmp_path) / "kernel.cu"
+    if "__global__" in kernel.read_text():   # a host cheat's empty kernel has nothing to compile
+        _nvcc(kernel, arch, tmp_path)
+
+
+def _nvcc(path, arch, tmp_path):  # type: ignore[no-untyped-def]
+    """nvcc compiles ``path`` to a cubin for ``arch``. A file that needs options (as its solution.py
+    passes them to load) names them on a line "// nvcc-options: -DNAME=VALUE ..."."""
     extra = [o for line in path.read_text(errors="replace").splitlines() if line.startswith("// nvcc-options:")
              for o in line.split(":", 1)[1].split()]
     proc = subprocess.run([shutil.which("nvcc"), f"-arch={arch}", "-std=c++17", *extra, "-cubin", "-o",

@@ -1,9 +1,12 @@
-// Same as tests/cheats/ex05_scan/cub_agent_scan_in_own_kernel, with the CUB calls behind __noinline__.
 // "My" single-pass scan: each block is CUB's AgentScan (vectorised warp-transposed loads, warp-scan
 // block scan, decoupled look-back across blocks with CUB's tile-status words and back-off), i.e. the
 // body of cub::DeviceScanKernel, called from extern "C" kernels written here. The include resolves
 // through the -I paths CuPy (and grading_options) pass to NVRTC; the kernels are defined in this file,
 // so their PTX carries .loc lines of kernel.cu and they load inside the tracer's own window.
+// SCAN_INLINE: how the two CUB calls are qualified (a cheat may define it before this part).
+#ifndef SCAN_INLINE
+#define SCAN_INLINE __forceinline__
+#endif
 #include <cub/agent/agent_scan.cuh>
 
 template <typename T>
@@ -20,16 +23,14 @@ template <typename T>
 using Agent = cub::detail::scan::AgentScan<Policy<T>, const T*, T*, Plus<T>, cub::NullType, int, T>;
 
 template <typename T>
-__device__ __noinline__ void init_tiles(void* tiles, int num_tiles) {
+__device__ SCAN_INLINE void init_tiles(void* tiles, int num_tiles) {
     State<T> s;
     s.Init(num_tiles, tiles, 0);
     s.InitializeStatus(num_tiles);
 }
 
-// __noinline__: CUB's code is emitted in this .func, not in the entries; the forbidden_headers
-// check (library_code) scans only the .loc lines between an .entry and the next function
 template <typename T>
-__device__ __noinline__ void scan_tiles(const T* x, T* y, int n, void* tiles, int num_tiles) {
+__device__ SCAN_INLINE void scan_tiles(const T* x, T* y, int n, void* tiles, int num_tiles) {
     __shared__ typename Agent<T>::TempStorage tmp;
     State<T> s;
     s.Init(num_tiles, tiles, 0);
