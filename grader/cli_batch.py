@@ -109,7 +109,8 @@ def batch_cmd(submissions: str, names: str, gpus: str, out: str, fmt: str, mode:
     failures, started = [0], time.perf_counter()
 
     def done(job: gb.Job, data: dict) -> None:
-        failures[0] += data.get("status") != gb.RowStatus.GRADED or not data.get("correct")
+        if data.get("status") != gb.RowStatus.ERROR:   # an error row is pending (graded again), not wrong
+            failures[0] += data.get("status") != gb.RowStatus.GRADED or not data.get("correct")
         n = bar.tasks[0].completed + 1
         rate = n / max(time.perf_counter() - started, 1e-9) * 60
         bar.update(task, advance=1, description=f"{job.student}/{job.exercise.name}", failures=failures[0],
@@ -136,13 +137,13 @@ def _static_counts(rows: list) -> str:  # type: ignore[type-arg]
     waiting = sum(r.status == RowStatus.ERROR and r.reason.startswith("not graded:") for r in rows)
     broken = sum(r.status == RowStatus.ERROR for r in rows) - waiting
     parts = [n(bad, "cannot be graded as submitted (the static checks found a problem)",
-               "cannot be graded as submitted (the static checks found a problem in each)")]
+               "cannot be graded as submitted (the static checks found a problem in each)")] if bad else []
     parts += [n(absent, "has no folder", "have no folder")] if absent else []
     parts += [n(waiting, "passed the static checks and needs a GPU", "passed the static checks and need a GPU")] \
         if waiting else []
     parts += [n(broken, "was not checked (its exercise's spec does not load)",
                 "were not checked (their exercise's spec does not load)")] if broken else []
-    return f"Of {n(len(rows), 'student/exercise pair', 'student/exercise pairs')}, " + ", ".join(parts)
+    return f"Of {n(len(rows), 'student/exercise pair', 'student/exercise pairs')}, " + (", ".join(parts) or "none was found")
 
 
 def _batch_table(console: Console, rows: list, out_dir: Path, missing: list) -> None:  # type: ignore[type-arg]

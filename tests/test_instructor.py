@@ -595,6 +595,17 @@ def test_batch_without_a_gpu_records_what_the_static_checks_find_then_exits_4(ru
     assert not (res / "alice").exists()  # nothing that a later run on a GPU would take as finished
 
 
+def test_the_no_gpu_summary_of_a_batch_leaves_out_counts_of_zero():
+    from grader.batch import Row, RowStatus
+    from grader.cli_batch import _static_counts
+
+    def row(status: RowStatus, reason: str = "") -> Row:
+        return Row("s", "ex90_add", status, 0.0, 100.0, False, 0.0, 0.0, None, 0, 3, False, "", None, reason)
+    assert _static_counts([row(RowStatus.MISSING), row(RowStatus.ERROR, "not graded: no GPU")]) == \
+        "Of 2 student/exercise pairs, 1 has no folder, 1 passed the static checks and needs a GPU"
+    assert _static_counts([row(RowStatus.NOT_GRADED)]).startswith("Of 1 student/exercise pair, 1 cannot be graded")
+
+
 def test_shared_reference_times_keep_refused_shapes_but_calibration_does_not():
     ok = calibrate.ShapeCalibration("ex01", "a", 1.0, 0.01, 40, None)
     noisy = calibrate.ShapeCalibration("ex01", "b", 2.0, 0.9, 40, "too noisy")

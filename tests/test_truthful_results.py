@@ -54,6 +54,11 @@ def test_a_compile_error_is_not_reported_as_compiled_in_any_format(runner, tmp_p
     xml = tmp_path / "r.xml"
     runner.invoke(cli.main, ["ex01", "--submission", str(sub), "--compile-only", "--format", "junit", "-o", str(xml)])
     assert "FAILED" in xml.read_text() and "kernel.cu compiled with" not in xml.read_text()
+    page = tmp_path / "r.html"   # an HTML page, not the JUnit XML it used to fall through to
+    runner.invoke(cli.main, ["ex01", "--submission", str(sub), "--compile-only", "--format", "html", "-o", str(page)])
+    text = page.read_text()
+    assert text.startswith("<!DOCTYPE html>") and "problem: kernel.cu" in text and "<testsuites" not in text
+    assert "kernel.cu compiled with" not in text
 
 
 def test_junit_skips_the_compile_of_an_unreadable_submission(runner, tmp_path):

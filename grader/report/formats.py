@@ -112,6 +112,12 @@ def render_static(spec, submission: Path, rep, fmt: str, exit_code: int) -> str:
     if fmt == "gradescope":
         from grader.report import gradescope
         return json.dumps(gradescope.static_dict(spec.name, problems, verdict, [compiled_line, *notes]), indent=2)
+    if fmt == "html":
+        from grader.report import html
+        rows = [[k.name, *(str(v) for v in (k.registers, k.shared_bytes, k.stack_bytes, k.spill_store_bytes,
+                                             k.spill_load_bytes))] for k in rep.kernels]
+        return html.static_html(spec.name, str(submission), rep.arch, compiled_line, rows, problems, notes, verdict,
+                                exit_code)
     from grader.report import junit
     on_kernel = [p for p in problems if p.startswith("kernel.cu") and rep.compiled]
     not_compiled = next((s for s in rep.skipped if "NOT compiled" in s), "no compiler here")
