@@ -277,8 +277,8 @@ class Grader:
                                     details=tuple(x for x in (out.detail,) if x), seconds=out.wall_s, **base)
             else:
                 message, details = inst.check()
-                result = CaseResult(status=CaseStatus.FAIL if message else CaseStatus.PASS, message=message, details=tuple(details),
-                                    seconds=out.wall_s, **base)
+                result = CaseResult(status=CaseStatus.FAIL if message else CaseStatus.PASS, message=message,
+                                    details=tuple(details), seconds=out.wall_s, **base)
         finally:
             late = self.release(inst, self.worker)
         if late is not None and result.status not in REFUSED_KINDS:
