@@ -142,6 +142,8 @@ def check_exercise(ex: Exercise, gpu: bool, controls: bool = True,
                 verdict = "passes" if c.passed else "fails"
                 add(f"control {c.name}", c.ok, f"{verdict} (expected to {'pass' if c.expected_pass else 'fail'}): "
                     f"{c.diagnosis[:160]}")
+    elif oracle is not None:   # asked not to run them (an oracle that failed to load has its row above)
+        rows.append(CheckRow(ex.name, "negative controls", CheckStatus.SKIP, "not run (--no-controls)"))
     if not gpu or grade_fn is None:
         rows.append(CheckRow(ex.name, "GPU: solution full marks, stub zero", CheckStatus.SKIP, "no GPU here"))
         return rows

@@ -312,6 +312,12 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
         raise click.BadParameter(f"{plot}: the plot is written as .png or .svg; fix: name the file *.png or *.svg",
                                  param_hint="--plot")
     _writable(plot, "--plot")
+    if plot is not None and compile_only:
+        raise click.UsageError("--plot draws the roofline of the timed shapes and --compile-only times nothing: "
+                               "drop one of them")
+    if output and json_out and Path(output).resolve() == Path(json_out).resolve():
+        raise click.BadParameter(f"{json_out} is the --output file too; fix: give --json another path (with "
+                                 f"--format json, --output alone writes the JSON)", param_hint="--json")
     tools: tuple[str, ...] = ()
     if sanitize or sanitize_tools is not None:
         tools = _sanitize_options(sanitize_tools, compile_only, backend, fmt)
@@ -348,7 +354,7 @@ def run_cmd(exercise: str, submission: str | None, fmt: str, output: str | None,
         try:
             parse_token(spec, case_token)
         except ValueError as exc:
-            raise click.BadParameter(str(exc), param_hint="--case") from None
+            raise click.BadParameter(str(exc).removeprefix("--case "), param_hint="--case") from None
     if compile_only:
         sys.exit(_compile_only(spec, sub, arch, sink))
     shape = _profile_shape(spec, profile_shape, mode) if profile_kernels else None

@@ -62,7 +62,8 @@ def test_a_grade_stopped_after_the_early_output_check_leaves_no_result_file(runn
     (killed, interrupted: here load_spec raises KeyboardInterrupt) leaves no empty result file, and
     an existing file is left exactly as it was. The folders made for it stay (the worker's
     isolation can hide only a folder that exists when it starts)."""
-    from grader import spec
+    from grader import check, publish, spec   # noqa: F401 - imported before the patch: both bind load_spec
+                                              # at import, and would keep the patched one for later tests
 
     def stopped(*args, **kwargs):
         raise KeyboardInterrupt
@@ -305,7 +306,18 @@ def test_text_report_shows_the_smallest_failure_and_how_to_reproduce(runner):
 def test_bad_case_token_is_one_line(runner):
     out = runner.invoke(cli.main, ["90", "--root", str(COURSE), "--backend", "host", "--case", "n=oops"])
     assert out.exit_code == 2  # a usage error, found before any grading
-    assert "--case 'n=oops': expected" in out.output and "Traceback" not in out.output
+    assert "Invalid value for --case: 'n=oops': expected" in out.output and "Traceback" not in out.output
+    assert out.output.count("--case") == 1   # the option named once (it was "--case: --case 'n=oops'")
+
+
+def test_options_that_cannot_work_together_are_refused_before_grading(runner, tmp_path):
+    base = ["90", "--root", str(COURSE), "--backend", "host"]
+    out = runner.invoke(cli.main, base + ["--compile-only", "--plot", str(tmp_path / "p.svg")])
+    assert out.exit_code == 2 and "--compile-only times nothing" in out.output
+    same = str(tmp_path / "r.json")
+    out = runner.invoke(cli.main, base + ["--format", "json", "-o", same, "--json", same])
+    assert out.exit_code == 2 and "is the --output file too" in out.output
+    assert not (tmp_path / "r.json").exists() and not (tmp_path / "p.svg").exists()
 
 
 def test_broken_spec_is_one_line_naming_file_and_field(runner, tmp_path):

@@ -76,6 +76,13 @@ def test_check_names_an_oracle_without_reference_once(runner, course):
     ref.write_text("x = (\n")    # what reference.py itself raises is still named with its file
     out = runner.invoke(cli.main, ["check", "ex90", "--root", str(course), "--no-controls"])
     assert "reference.py: SyntaxError:" in next(ln for ln in out.output.splitlines() if " oracle " in ln)
+    assert "not run (--no-controls)" not in out.output   # the broken oracle's row says why none ran
+
+
+def test_check_lists_the_controls_it_was_told_to_skip(runner, course):
+    out = runner.invoke(cli.main, ["check", "ex90", "--root", str(course), "--no-controls"])
+    assert out.exit_code == 0, out.output
+    assert "negative controls" in out.output and "not run (--no-controls)" in out.output
 
 
 def test_check_catches_an_oracle_that_cannot_tell_right_from_wrong(runner, course):
