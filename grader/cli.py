@@ -647,18 +647,17 @@ def _compile_only(spec, submission: Path, arch: str | None, sink: ReportSink) ->
 def _show_static(spec, submission: Path, arch: str, rep) -> None:  # type: ignore[no-untyped-def]
     """The static report on the terminal."""
     from rich.table import Table
-    from grader.report.formats import static_verdict
+    from grader.report.formats import KERNEL_COLUMNS, kernel_rows, static_verdict
     console = stdout_console()
     console.rule(f"[bold]{spec.name}[/]: static report for {escape(str(submission))} ({arch})")
     if rep.compiled:
         console.print(escape(rep.compile_line()), highlight=False)
     if rep.kernels:
         t = Table(show_edge=False)
-        for col in ("kernel", "registers", "shared B", "stack B", "spill stores B", "spill loads B"):
+        for col in KERNEL_COLUMNS:
             t.add_column(col, justify="left" if col == "kernel" else "right")
-        for k in rep.kernels:
-            t.add_row(escape(k.name), str(k.registers), str(k.shared_bytes), str(k.stack_bytes),
-                      str(k.spill_store_bytes), str(k.spill_load_bytes))
+        for row in kernel_rows(rep):
+            t.add_row(*(escape(c) for c in row))
         console.print(t)
     for p in rep.problems:
         console.print(f"[red]problem:[/] {escape(p)}", highlight=False)

@@ -91,6 +91,16 @@ def static_dict(spec, submission: Path, rep, exit_code: int) -> dict:  # type: i
     return data
 
 
+# The per-kernel resources of a static report, as its tables show them (terminal and HTML).
+KERNEL_COLUMNS = ("kernel", "registers", "shared B", "stack B", "spill stores B", "spill loads B")
+
+
+def kernel_rows(rep) -> list[list[str]]:  # type: ignore[no-untyped-def]
+    """One row per compiled kernel of static report ``rep``, in :data:`KERNEL_COLUMNS` order (text)."""
+    return [[k.name, *(str(v) for v in (k.registers, k.shared_bytes, k.stack_bytes, k.spill_store_bytes,
+                                        k.spill_load_bytes))] for k in rep.kernels]
+
+
 def render_static(spec, submission: Path, rep, fmt: str, exit_code: int) -> str:  # type: ignore[no-untyped-def]
     """The ``--compile-only`` report in ``fmt``: problems, per-kernel resources, what was not
     checked (kernel.cu NOT compiled when no compiler ran), and a verdict that says so."""
@@ -114,10 +124,8 @@ def render_static(spec, submission: Path, rep, fmt: str, exit_code: int) -> str:
         return json.dumps(gradescope.static_dict(spec.name, problems, verdict, [compiled_line, *notes]), indent=2)
     if fmt == "html":
         from grader.report import html
-        rows = [[k.name, *(str(v) for v in (k.registers, k.shared_bytes, k.stack_bytes, k.spill_store_bytes,
-                                             k.spill_load_bytes))] for k in rep.kernels]
-        return html.static_html(spec.name, str(submission), rep.arch, compiled_line, rows, problems, notes, verdict,
-                                exit_code)
+        return html.static_html(spec.name, str(submission), rep.arch, compiled_line, kernel_rows(rep), problems,
+                                notes, verdict, exit_code)
     from grader.report import junit
     on_kernel = [p for p in problems if p.startswith("kernel.cu") and rep.compiled]
     not_compiled = next((s for s in rep.skipped if "NOT compiled" in s), "no compiler here")

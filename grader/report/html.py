@@ -134,13 +134,13 @@ def error_html(exercise: str, submission: str, kind: str, message: str, exit_cod
 def static_html(exercise: str, submission: str, arch: str, compiled_line: str, kernels: list[list[str]],
                 problems: list[str], notes: list[str], verdict: str, exit_code: int) -> str:
     """The page of ``grade EX --compile-only``: the compile line, per-kernel resources (``kernels``:
-    rows of name, registers, shared, stack, spill store and load bytes, as text), the problems,
-    warnings and what was not checked, and the verdict."""
+    rows of formats.KERNEL_COLUMNS, as text), the problems, warnings and what was not checked, and
+    the verdict."""
+    from grader.report.formats import KERNEL_COLUMNS
     body = [f"<h1>{escape(exercise)}: static report</h1><p class=\"meta\">submission {escape(submission)} · "
             f"{escape(arch)} · exit code {exit_code}</p>", f"<p>{escape(compiled_line)}</p>"]
     if kernels:
-        body.append(_table(["kernel", "registers", "shared B", "stack B", "spill stores B", "spill loads B"],
-                           [[escape(c) for c in row] for row in kernels]))
+        body.append(_table(list(KERNEL_COLUMNS), [[escape(c) for c in row] for row in kernels]))
     body += [f'<p class="score fail">problem: {escape(p)}</p>' for p in problems]
     body += [f"<p>{escape(n)}</p>" for n in notes]
     body.append(f'<p class="score {"fail" if problems else "ok"}">{escape(verdict)}</p>')
