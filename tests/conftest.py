@@ -53,18 +53,24 @@ CHEATS = Path(__file__).resolve().parent / "cheats"
 SHARED_KERNELS = CHEATS / "_kernels"   # kernel parts several cheats use unchanged, named by cheat.toml's ``kernel``
 
 
-def _cheat_meta(folder: Path) -> dict:
+def cheat_meta(folder: Path) -> dict:
+    """Cheat ``folder``'s cheat.toml (its keys: tests/test_cheats.py)."""
     import tomllib
     return tomllib.loads((folder / "cheat.toml").read_text())
 
 
+def cheat_kernel_names(meta: dict) -> list[str]:
+    """The kernel parts a cheat.toml names (``kernel = "FILE"`` or a list of FILEs; none without it)."""
+    named = meta.get("kernel", [])
+    return [named] if isinstance(named, str) else list(named)
+
+
 def cheat_kernel_parts(folder: Path) -> list[Path]:
-    """The files cheat ``folder``'s cheat.toml names as its kernel (``kernel = "FILE"`` or a list of
-    FILEs), each in the cheat's own folder or else in tests/cheats/_kernels/; [] when it names none
-    (the folder holds its own kernel.cu, or takes its base's)."""
-    named = _cheat_meta(folder).get("kernel", [])
+    """The files cheat ``folder``'s cheat.toml names as its kernel, each in the cheat's own folder or
+    else in tests/cheats/_kernels/; [] when it names none (the folder holds its own kernel.cu, or
+    takes its base's)."""
     return [folder / n if (folder / n).is_file() else SHARED_KERNELS / n
-            for n in ([named] if isinstance(named, str) else named)]
+            for n in cheat_kernel_names(cheat_meta(folder))]
 
 
 def cheat_solution(folder: Path) -> str:
@@ -77,7 +83,7 @@ def cheat_solution(folder: Path) -> str:
     """
     if (folder / "solution.py").is_file():
         return (folder / "solution.py").read_text()
-    meta = _cheat_meta(folder)
+    meta = cheat_meta(folder)
     base = cheat_solution(folder.parent / meta["base"])
     text = f"# cheat: {meta['tries']}\n" + base.split("\n", 1)[1]
     for old, new in meta.get("change", []):
@@ -100,7 +106,7 @@ def cheat_submission(folder: Path, dest: Path) -> Path:
     if parts:
         (out / "kernel.cu").write_text("\n".join(p.read_text().rstrip("\n") + "\n" for p in parts))
     elif not (out / "kernel.cu").is_file():
-        base = cheat_submission(folder.parent / _cheat_meta(folder)["base"], dest / "base")
+        base = cheat_submission(folder.parent / cheat_meta(folder)["base"], dest / "base")
         shutil.copy(base / "kernel.cu", out / "kernel.cu")
     (out / "solution.py").write_text(cheat_solution(folder))
     return out

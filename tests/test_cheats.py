@@ -33,7 +33,6 @@ import ast
 import os
 import signal
 import time
-import tomllib
 import xml.etree.ElementTree as ET
 from dataclasses import replace
 from pathlib import Path
@@ -44,8 +43,8 @@ from grader.cases import PROFILES
 from grader.grade import GradeResult
 from grader.spec import load_spec
 from grader.timing import StopPolicy
-from tests.conftest import (CHEATS, FIXTURES, ROOT, SHARED_KERNELS, cheat_kernel_parts, cheat_solution,
-                            cheat_submission, grade_folder)
+from tests.conftest import (CHEATS, FIXTURES, ROOT, SHARED_KERNELS, cheat_kernel_names, cheat_kernel_parts,
+                            cheat_meta, cheat_solution, cheat_submission, grade_folder)
 
 COURSE = FIXTURES / "course"
 FOLDERS = sorted(p.parent for p in CHEATS.glob("*/*/cheat.toml"))
@@ -77,16 +76,12 @@ def with_test_caps(spec):
     return replace(spec, limits=replace(spec.limits, host_memory_gib=0.25))
 
 
-def meta(folder: Path) -> dict:
-    return tomllib.loads((folder / "cheat.toml").read_text())
-
-
 def cheat_id(folder: Path) -> str:
     return f"{folder.parent.name}/{folder.name}"
 
 
 def by_backend(backend: str) -> list[Path]:
-    return [f for f in FOLDERS if meta(f).get("backend") == backend]
+    return [f for f in FOLDERS if cheat_meta(f).get("backend") == backend]
 
 
 def exercise_dirs(m: dict) -> tuple[Path, Path]:
@@ -206,14 +201,14 @@ def grade_host(folder: Path, spec_path: Path, reference: Path) -> tuple[GradeRes
 # -- the corpus is well formed ---------------------------------------------------------------------
 def test_the_corpus_covers_enough_cheats():
     assert len(FOLDERS) >= 24
-    assert {meta(f)["backend"] for f in FOLDERS} == set(BACKENDS)
+    assert {cheat_meta(f)["backend"] for f in FOLDERS} == set(BACKENDS)
     names = [f.name for f in FOLDERS]
     assert len(names) == len(set(names)), "cheat folder names must be unique"
 
 
 @pytest.mark.parametrize("folder", FOLDERS, ids=cheat_id)
 def test_cheat_folder_is_well_formed(folder):
-    m = meta(folder)
+    m = cheat_meta(folder)
     assert KEYS <= set(m) <= KEYS | OPTIONAL_KEYS, f"cheat.toml keys: {sorted(m)}"
     assert all(isinstance(m[k], str) and m[k].strip() for k in KEYS)
     assert "kernel" not in m or (isinstance(m["kernel"], (str, list)) and m["kernel"]
@@ -247,17 +242,11 @@ def test_cheat_folder_is_well_formed(folder):
         assert text.strip(), "a GPU cheat needs its kernel.cu"
 
 
-def cheat_kernel_names(m: dict) -> list[str]:
-    """The kernel parts a cheat.toml names (none, one or a list)."""
-    named = m.get("kernel", [])
-    return [named] if isinstance(named, str) else list(named)
-
-
 def test_every_shared_kernel_part_is_used_by_several_cheats():
     """A part in tests/cheats/_kernels/ serves two cheats at least (the known gaps, cheats kept for
     the record in tests/known_gaps/, count too); a part one cheat uses lives in its folder."""
     known_gaps = sorted(p.parent for p in (ROOT / "tests" / "known_gaps").glob("*/cheat.toml"))
-    used = [n for f in FOLDERS + known_gaps for n in cheat_kernel_names(meta(f)) if not (f / n).is_file()]
+    used = [n for f in FOLDERS + known_gaps for n in cheat_kernel_names(cheat_meta(f)) if not (f / n).is_file()]
     for k in SHARED_KERNELS.glob("*.cu"):
         assert used.count(k.name) >= 2, f"{k.name}: used by {used.count(k.name)} cheat(s); keep a part used once in its cheat's folder"
 
@@ -265,7 +254,7 @@ def test_every_shared_kernel_part_is_used_by_several_cheats():
 # -- host cheats: graded in CI -----------------------------------------------------------------------
 @pytest.mark.parametrize("folder", by_backend("host"), ids=cheat_id)
 def test_host_cheat_is_caught(folder, tmp_path):
-    m = meta(folder)
+    m = cheat_meta(folder)
     ex, ref = exercise_dirs(m)
     sub = cheat_submission(folder, tmp_path)
     before = files_of(sub)
@@ -276,7 +265,7 @@ def test_host_cheat_is_caught(folder, tmp_path):
     assert not left, f"processes {left} outlived the grade"
 
 
-@pytest.mark.parametrize("exercise", sorted({meta(f)["exercise"] for f in by_backend("host")}))
+@pytest.mark.parametrize("exercise", sorted({cheat_meta(f)["exercise"] for f in by_backend("host")}))
 def test_the_honest_reference_is_not_flagged(exercise):
     """The control: the same grade of the exercise's own solution is correct and unflagged, so a
     cheat's flag is its own doing."""
@@ -291,7 +280,7 @@ def test_the_honest_reference_is_not_flagged(exercise):
 @pytest.mark.gpu
 @pytest.mark.parametrize("folder", by_backend("cuda"), ids=cheat_id)
 def test_cuda_cheat_is_caught(folder, tmp_path):
-    m = meta(folder)
+    m = cheat_meta(folder)
     ex, ref = exercise_dirs(m)
     r = grade_folder(load_spec(ex / "spec.toml"), cheat_submission(folder, tmp_path), backend="cuda",
                      reference=ref if ref.is_dir() else None, profile=GPU_PROFILE, policy=GPU_POLICY)
@@ -302,13 +291,13 @@ def test_cuda_cheat_is_caught(folder, tmp_path):
 # -- cuda cheats a compile alone refuses: checked in CI too (NVRTC, no GPU) --------------------------
 @pytest.mark.skipif(__import__("grader.static", fromlist=["x"]).nvrtc_unavailable() is not None,
                     reason="NVRTC cannot be loaded on this machine")
-@pytest.mark.parametrize("folder", [f for f in by_backend("cuda") if meta(f)["detected_by"] == "forbidden_headers"],
+@pytest.mark.parametrize("folder", [f for f in by_backend("cuda") if cheat_meta(f)["detected_by"] == "forbidden_headers"],
                          ids=cheat_id)
 def test_forbidden_header_cheat_is_refused_by_the_compile_alone(folder, tmp_path):
     """The PTX of the cheat's own compile names the forbidden header (``grade --compile-only`` and,
     on the GPU, the refusal before solve both read it); the GPU test grades it in full."""
     from grader.static import static_report
-    m = meta(folder)
+    m = cheat_meta(folder)
     rep = static_report(load_spec(ROOT / "exercises" / m["exercise"] / "spec.toml"), cheat_submission(folder, tmp_path))
     assert rep.compiled, rep.problems
     assert any("forbidden_headers" in p for p in rep.problems), rep.problems
