@@ -38,7 +38,8 @@ also timed, because at 128 MiB a plain copy itself only reaches ~85 % of that: t
 column gives both ratios.
 
 --tune times the variants of the knobs that solutions/ex02, ex03, ex05, ex06 and ex08 expose as
-module constants (informational rows, the default variant is marked).
+module constants (informational rows, the default variant is marked), and the candidates in
+benchmarks/candidates/ (ex05_scan: each configuration checked on edge sizes first).
 --small runs every section at tiny sizes: a smoke test of this script, not a measurement.
 """
 from __future__ import annotations
@@ -385,35 +386,70 @@ def section_ex04(ctx: Context):
     free_memory()
 
 
+def _scan_inputs(ctx, n, tname):
+    """x and a poisoned y for ex05 at length n and type tname ("int32" or "float32")."""
+    if tname == "int32":
+        return (ctx.rng.randint(-3, 5, size=n, dtype=cp.int32), cp.full(n, poison_int32(), dtype=cp.int32))
+    x = (ctx.rng.standard_normal(n, dtype=cp.float32) + 1).astype(cp.float32)
+    return x, cp.full(n, cp.nan, dtype=cp.float32)
+
+
+def _scan_check(solve, x, y, tname):
+    """(ok, note): y = solve's scan of x, called twice (the second call reuses the scratch), is
+    exactly the prefix sum (int32) or within the spec's float32 tolerance."""
+    solve(x, y)
+    solve(x, y)
+    cp.cuda.get_current_stream().synchronize()
+    if tname == "int32":
+        return bool(cp.array_equal(y.astype(cp.int64), cp.cumsum(x.astype(cp.int64)))), ""
+    n = x.size
+    want = cp.cumsum(x.astype(cp.float64))
+    atol = 4 * F32_EPS * math.sqrt(n) * float(cp.abs(x.astype(cp.float64)).sum()) / n
+    worst = float((cp.abs(y.astype(cp.float64) - want) / (atol + 1e-4 * cp.abs(want))).max())
+    return worst <= 1.0, f"max err / tolerance {worst:.3f}"
+
+
+CANDIDATE_EX05 = ROOT / "benchmarks" / "candidates" / "ex05_scan" / "solution.py"
+CANDIDATE_EX05_SIZES = [1, 5, 4095, 4096, 4097, 70001, 2**20 + 3, 3 * 2**20 - 1]
+
+
+def _candidate_ex05(ctx, x, y, shape, tname):
+    """--tune: check the candidate scan (benchmarks/candidates/ex05_scan) in every configuration
+    on the edge sizes, a misaligned view and this shape, then time each configuration."""
+    spec = importlib.util.spec_from_file_location("candidate_ex05_scan", CANDIDATE_EX05)
+    cand = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cand)
+    for config in cand._CONFIGS:
+        cand._CONFIG = config
+        bad = []
+        for m in CANDIDATE_EX05_SIZES:
+            xs, ys = _scan_inputs(ctx, m, tname)
+            if not _scan_check(cand.solve, xs, ys, tname)[0]:
+                bad.append(str(m))
+        xs, ys = _scan_inputs(ctx, 70002, tname)
+        if not _scan_check(cand.solve, xs[1:], ys[1:], tname)[0]:
+            bad.append("70001 misaligned")
+        ok, note = _scan_check(cand.solve, x, y, tname)
+        if not ok:
+            bad.append(str(x.size))
+        if bad:
+            ctx.fail(f"ex05 candidate {config} {tname}: wrong at n = {', '.join(bad)}")
+        r = ctx.timed("ex05 candidate", shape, lambda: cand.solve(x, y), 8 * x.size, ok=not bad,
+                      note=f"(W, K, S, LB) = {config} {note}")
+        r.anchor = f"{r.gbs / ctx.copy_gbs:.3f}x copy; {r.note}"
+        ctx.report(r)
+    free_memory()
+
+
 def section_ex05(ctx: Context):
     print("\nex05_scan")
     sol = load_solution("ex05_scan")
     for n, tname in ctx.shapes["ex05"]:
         dtype = cp.int32 if tname == "int32" else cp.float32
-        if tname == "int32":
-            x = ctx.rng.randint(-3, 5, size=n, dtype=cp.int32)
-            y = cp.full(n, poison_int32(), dtype=cp.int32)
-        else:
-            x = (ctx.rng.standard_normal(n, dtype=cp.float32) + 1).astype(cp.float32)
-            y = cp.full(n, cp.nan, dtype=cp.float32)
-        sol.solve(x, y)
-        sol.solve(x, y)            # twice: the second call reuses the scratch (counter, epoch)
-        cp.cuda.get_current_stream().synchronize()
-        if tname == "int32":
-            ok = bool(cp.array_equal(y.astype(cp.int64), cp.cumsum(x.astype(cp.int64))))
-            note = ""
-            if not ok:
-                ctx.fail(f"ex05 n={n} int32: result differs from the exact prefix sum")
-        else:
-            want = cp.cumsum(x.astype(cp.float64))
-            atol = 4 * F32_EPS * math.sqrt(n) * float(cp.abs(x.astype(cp.float64)).sum()) / n
-            ratio = cp.abs(y.astype(cp.float64) - want) / (atol + 1e-4 * cp.abs(want))
-            worst = float(ratio.max())
-            ok = worst <= 1.0
-            note = f"max err / tolerance {worst:.3f}"
-            if not ok:
-                ctx.fail(f"ex05 n={n} float32: error up to {worst:.2f}x the spec's tolerance")
-            del want, ratio
+        x, y = _scan_inputs(ctx, n, tname)
+        ok, note = _scan_check(sol.solve, x, y, tname)
+        if not ok:
+            ctx.fail(f"ex05 n={n} {tname}: result outside the spec's tolerance ({note or 'not exact'})")
         shape = (n, tname)
         ref = ctx.timed("ex05 reference", shape, lambda: sol.solve(x, y), 8 * n, ok=ok, note=note)
         anchor = ctx.report(ctx.timed("cupy.cumsum(x, dtype=x.dtype)", shape,
@@ -425,6 +461,8 @@ def section_ex05(ctx: Context):
         ctx.report(ref)
         ctx.tune_variants("ex05", shape, sol, [{"_CONFIG": c} for c in ((128, 8), (256, 4), (256, 8))],
                           lambda: sol.solve(x, y), 8 * n)
+        if ctx.tune:
+            _candidate_ex05(ctx, x, y, shape, tname)
         del x, y
         free_memory()
 

@@ -1,0 +1,358 @@
+// ex05_scan candidate (benchmarks only, not the reference yet): a persistent, warp-specialised
+// single-pass scan whose loads run ahead of the look-back.
+//
+// Why: solutions/ex05_scan (decoupled look-back, Merrill & Garland 2016) reaches 0.71x copy at
+// 2^28; without its look-back the same kernel reaches 0.97x (benchmarks/RESULTS.md, sixteenth
+// session). A block there holds its tile in registers while it waits for its predecessors'
+// prefixes, so the wait takes resident tiles, and with them bytes in flight, away from the memory
+// system. Here a tile's wait overlaps the next tiles' loads: each block is persistent, takes tiles
+// from an atomic ticket counter, and splits its warps by role (the design CCCL's "warpspeed" scan
+// uses on Blackwell; github.com/NVIDIA/cccl issues 6644 and 6664, pull request 6811):
+//
+//   warp 0        producer: takes a ticket, announces it (mbarrier `ticket`), then copies the tile
+//                 into a shared-memory stage with one 1-D bulk copy (cp.async.bulk, completing
+//                 the stage's `full` mbarrier by bytes). The last, partial tile is copied with
+//                 guarded scalar loads instead (zeros past n). Up to S tiles are in flight.
+//   warp 1        look-back: as soon as a ticket is announced, computes the tile's exclusive
+//                 prefix from its predecessors' status words (the same 64-bit [epoch|flag|value]
+//                 words and warp-wide look-back as the reference), before the tile's data has
+//                 even arrived; then waits for the tile's aggregate, publishes P, and hands the
+//                 prefix to the compute warps (mbarrier `prefix`).
+//   warps 2..W+1  compute: reduce tile i (publish its aggregate A at once: flag A, or P for tile 0)
+//                 then scan and store tile i-1 (whose prefix the look-back warp has had a whole
+//                 tile's time to find), then release its stage (mbarrier `empty`).
+//
+// Layout of a stage: TILE = W * 128 * K elements; compute warp w owns the 128*K consecutive
+// elements from w * 128*K; lane l reads its 16-byte vectors k*32 + l (k < K), so every warp
+// access to shared memory and every store to y is one contiguous 512-byte row.
+//
+// Forward progress: tickets are drawn only by running blocks, and a block handles its tickets in
+// increasing order. The smallest unfinished tile u is therefore its block's oldest pending tile;
+// that block's compute warps reduce u (they wait only for u's bytes) and its look-back needs only
+// tiles < u, all finished. So u finishes, for any grid size and any scheduling.
+//
+// Counter: every block draws exactly one ticket >= tiles (its last); the block that draws
+// tiles + gridDim.x - 1, the last ticket of the call, resets the counter to 0 for the next call.
+// Requirements (the launcher checks them): x and y 16-byte aligned (else use the reference).
+
+#define WS_FULL 0xffffffffu
+#define WS_FLAG_A 1u
+#define WS_FLAG_P 2u
+
+template <class T> struct ws_vec;
+template <> struct ws_vec<int> { typedef int4 type; };
+template <> struct ws_vec<float> { typedef float4 type; };
+
+__device__ __forceinline__ unsigned ws_bits(int v) { return (unsigned)v; }
+__device__ __forceinline__ unsigned ws_bits(float v) { return __float_as_uint(v); }
+template <class T> __device__ __forceinline__ T ws_from_bits(unsigned b);
+template <> __device__ __forceinline__ int ws_from_bits<int>(unsigned b) { return (int)b; }
+template <> __device__ __forceinline__ float ws_from_bits<float>(unsigned b) { return __uint_as_float(b); }
+
+// The bulk copy and mbarrier transaction counts are sm_90 instructions: other architectures
+// compile a kernel that traps (tests/test_nvcc.py builds every .cu file for sm_80 and sm_89 too).
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+
+__device__ __forceinline__ unsigned ws_smem(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+
+__device__ __forceinline__ void ws_mbar_init(unsigned bar, unsigned count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void ws_mbar_arrive(unsigned bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" :: "r"(bar) : "memory");
+}
+__device__ __forceinline__ void ws_mbar_arrive_expect_tx(unsigned bar, unsigned bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" :: "r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void ws_mbar_wait(unsigned bar, unsigned parity)
+{
+    unsigned done;
+    do {
+        asm volatile("{\n"
+                     ".reg .pred p;\n"
+                     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                     "selp.u32 %0, 1, 0, p;\n"
+                     "}\n" : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+    } while (!done);
+}
+// `bytes` from global `src` into shared `dst` (both 16-byte aligned, bytes a multiple of 16);
+// completes `bytes` transactions on mbarrier `bar`.
+__device__ __forceinline__ void ws_bulk_load(unsigned dst, const void* src, unsigned bytes, unsigned bar)
+{
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
+                 :: "r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
+}
+// Named barrier `id` over the `count` threads of the compute warps.
+__device__ __forceinline__ void ws_bar_sync(unsigned id, unsigned count)
+{
+    asm volatile("bar.sync %0, %1;\n" :: "r"(id), "r"(count) : "memory");
+}
+
+template <class T>
+__device__ __forceinline__ T ws_warp_inclusive(T v, int lane)
+{
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        const T u = __shfl_up_sync(WS_FULL, v, o);
+        if (lane >= o) v += u;
+    }
+    return v;
+}
+
+template <class T>
+__device__ __forceinline__ T ws_warp_sum(T v)
+{
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(WS_FULL, v, o);
+    return v;
+}
+
+__device__ __forceinline__ void ws_publish(unsigned long long* status, long long tile, unsigned epoch,
+                                           unsigned flag, unsigned bits)
+{
+    const unsigned long long word = ((unsigned long long)((epoch << 2) | flag) << 32) | bits;
+    *reinterpret_cast<volatile unsigned long long*>(status + tile) = word;   // one 64-bit store
+}
+
+// Exclusive prefix of `tile` (> 0); all 32 lanes of one warp. Each round reads LB * 32 preceding
+// status words (lane l: tiles nearest - l - 32*j), issuing all of a lane's loads before spinning on
+// those not yet published.
+template <class T, int LB>
+__device__ __forceinline__ T ws_look_back(const unsigned long long* status, long long tile, unsigned epoch, int lane)
+{
+    T running = T(0);
+    long long nearest = tile - 1;
+    while (true) {
+        unsigned flag[LB];
+        unsigned bits[LB];
+#pragma unroll
+        for (int j = 0; j < LB; ++j) {
+            const long long idx = nearest - lane - 32 * j;
+            flag[j] = WS_FLAG_P;                // tiles before tile 0: P with value 0
+            bits[j] = 0u;
+            if (idx >= 0) {
+                const unsigned long long w = *reinterpret_cast<const volatile unsigned long long*>(status + idx);
+                flag[j] = ((unsigned)(w >> 34) == epoch) ? (unsigned)(w >> 32) & 3u : 0u;
+                bits[j] = (unsigned)w;
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < LB; ++j) {
+            const long long idx = nearest - lane - 32 * j;
+            while (flag[j] == 0u) {
+                const unsigned long long w = *reinterpret_cast<const volatile unsigned long long*>(status + idx);
+                flag[j] = ((unsigned)(w >> 34) == epoch) ? (unsigned)(w >> 32) & 3u : 0u;
+                bits[j] = (unsigned)w;
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < LB; ++j) {
+            // Round j covers tiles nearest-32j .. nearest-32j-31; lanes up to the nearest P count.
+            const unsigned pmask = __ballot_sync(WS_FULL, flag[j] == WS_FLAG_P);
+            const int last = pmask ? __ffs(pmask) - 1 : 31;
+            running += ws_warp_sum((lane <= last) ? ws_from_bits<T>(bits[j]) : T(0));
+            if (pmask) return running;
+        }
+        nearest -= 32 * LB;
+    }
+}
+
+// Shared memory: S stages of TILE elements, then the per-stage bookkeeping.
+template <class T, int W, int S>
+struct WsSmall {
+    long long ticket[S];
+    T wexcl[S][W];       // per compute warp: its total, then its exclusive prefix inside the tile
+    T agg[S];            // the tile's aggregate
+    T excl[S];           // the tile's exclusive prefix (from the look-back warp)
+    unsigned long long bar[5][S];   // mbarriers: ticket, full, aggregate, prefix, empty
+};
+enum { WS_TICKET = 0, WS_FULLB = 1, WS_AGG = 2, WS_PREFIX = 3, WS_EMPTY = 4 };
+
+template <class T, int W, int K, int S, int LB>
+__device__ __forceinline__ void ws_scan(const T* __restrict__ x, T* __restrict__ y, unsigned long long* status,
+                                        unsigned int* counter, long long n, unsigned epoch)
+{
+    typedef typename ws_vec<T>::type V;
+    constexpr int TILE = W * 128 * K;
+    constexpr unsigned TILE_BYTES = TILE * sizeof(T);
+    extern __shared__ __align__(128) unsigned char ws_raw[];
+    T* stages = reinterpret_cast<T*>(ws_raw);
+    WsSmall<T, W, S>& sm = *reinterpret_cast<WsSmall<T, W, S>*>(ws_raw + (size_t)S * TILE_BYTES);
+    auto bar = [&](int kind, int s) { return ws_smem(&sm.bar[kind][s]); };
+
+    const int lane = threadIdx.x & 31;
+    const int warp = threadIdx.x >> 5;
+    const long long tiles = (n + TILE - 1) / TILE;
+
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < S; ++s) {
+            ws_mbar_init(bar(WS_TICKET, s), 1);
+            ws_mbar_init(bar(WS_FULLB, s), 1);
+            ws_mbar_init(bar(WS_AGG, s), 1);
+            ws_mbar_init(bar(WS_PREFIX, s), 1);
+            ws_mbar_init(bar(WS_EMPTY, s), W);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+
+    if (warp == 0) {
+        // ---- producer ----------------------------------------------------------------------
+        for (int i = 0;; ++i) {
+            const int s = i % S;
+            if (i >= S) ws_mbar_wait(bar(WS_EMPTY, s), ((i / S) - 1) & 1);
+            long long t = 0;
+            if (lane == 0) {
+                const unsigned ticket = atomicAdd(counter, 1u);
+                if ((long long)ticket == tiles + gridDim.x - 1) atomicExch(counter, 0u);
+                t = ticket < tiles ? (long long)ticket : -1;
+                sm.ticket[s] = t;
+                ws_mbar_arrive(bar(WS_TICKET, s));
+            }
+            t = __shfl_sync(WS_FULL, t, 0);
+            if (t < 0) {
+                if (lane == 0) ws_mbar_arrive(bar(WS_FULLB, s));
+                break;
+            }
+            T* dst = stages + (size_t)s * TILE;
+            const long long first = t * TILE;
+            if (first + TILE <= n) {
+                if (lane == 0) {
+                    ws_mbar_arrive_expect_tx(bar(WS_FULLB, s), TILE_BYTES);
+                    ws_bulk_load(ws_smem(dst), x + first, TILE_BYTES, bar(WS_FULLB, s));
+                }
+            } else {                                   // the last, partial tile
+                for (int e = lane; e < TILE; e += 32) dst[e] = first + e < n ? x[first + e] : T(0);
+                __syncwarp();
+                if (lane == 0) ws_mbar_arrive(bar(WS_FULLB, s));
+            }
+        }
+    } else if (warp == 1) {
+        // ---- look-back ---------------------------------------------------------------------
+        for (int i = 0;; ++i) {
+            const int s = i % S;
+            const unsigned ph = (i / S) & 1;
+            ws_mbar_wait(bar(WS_TICKET, s), ph);
+            const long long t = sm.ticket[s];
+            if (t < 0) break;
+            const T excl = t > 0 ? ws_look_back<T, LB>(status, t, epoch, lane) : T(0);
+            ws_mbar_wait(bar(WS_AGG, s), ph);
+            if (lane == 0) {
+                if (t > 0) ws_publish(status, t, epoch, WS_FLAG_P, ws_bits(excl + sm.agg[s]));
+                sm.excl[s] = excl;
+                ws_mbar_arrive(bar(WS_PREFIX, s));
+            }
+        }
+    } else {
+        // ---- compute -----------------------------------------------------------------------
+        const int cw = warp - 2;
+        // Reduce tile i: returns false at the end (no tile).
+        auto reduce = [&](int i) -> bool {
+            const int s = i % S;
+            ws_mbar_wait(bar(WS_FULLB, s), (i / S) & 1);
+            const long long t = sm.ticket[s];
+            if (t < 0) return false;
+            const V* src = reinterpret_cast<const V*>(stages + (size_t)s * TILE) + cw * 32 * K;
+            T sum = T(0);
+#pragma unroll
+            for (int k = 0; k < K; ++k) {
+                const V q = src[k * 32 + lane];
+                sum += (q.x + q.y) + (q.z + q.w);
+            }
+            sum = ws_warp_sum(sum);
+            if (lane == 0) sm.wexcl[s][cw] = sum;
+            ws_bar_sync(1, W * 32);
+            if (cw == 0) {
+                const T wt = lane < W ? sm.wexcl[s][lane] : T(0);
+                const T incl = ws_warp_inclusive(wt, lane);
+                const T agg = __shfl_sync(WS_FULL, incl, W - 1);
+                if (lane < W) sm.wexcl[s][lane] = incl - wt;
+                if (lane == 0) {
+                    ws_publish(status, t, epoch, t == 0 ? WS_FLAG_P : WS_FLAG_A, ws_bits(agg));
+                    sm.agg[s] = agg;
+                }
+                __syncwarp();
+                if (lane == 0) ws_mbar_arrive(bar(WS_AGG, s));
+            }
+            return true;
+        };
+        // Scan and store tile i (its prefix from the look-back warp), then release its stage.
+        auto scan_store = [&](int i) {
+            const int s = i % S;
+            ws_mbar_wait(bar(WS_PREFIX, s), (i / S) & 1);
+            const long long t = sm.ticket[s];
+            T carry = sm.excl[s] + sm.wexcl[s][cw];
+            const V* src = reinterpret_cast<const V*>(stages + (size_t)s * TILE) + cw * 32 * K;
+            const long long wbase = t * TILE + (long long)cw * (128 * K);
+            const bool full = wbase + 128 * K <= n;
+            V* y4 = reinterpret_cast<V*>(y + wbase);
+#pragma unroll
+            for (int k = 0; k < K; ++k) {
+                V q = src[k * 32 + lane];
+                q.y += q.x;
+                q.z += q.y;
+                q.w += q.z;
+                const T incl = ws_warp_inclusive(q.w, lane);
+                const T row_total = __shfl_sync(WS_FULL, incl, 31);
+                const T off = carry + (incl - q.w);
+                carry += row_total;
+                q.x += off; q.y += off; q.z += off; q.w += off;
+                if (full) {
+                    y4[k * 32 + lane] = q;
+                } else {
+                    const long long i0 = wbase + (k * 32 + lane) * 4;
+                    if (i0 < n) y[i0] = q.x;
+                    if (i0 + 1 < n) y[i0 + 1] = q.y;
+                    if (i0 + 2 < n) y[i0 + 2] = q.z;
+                    if (i0 + 3 < n) y[i0 + 3] = q.w;
+                }
+            }
+            __syncwarp();
+            if (lane == 0) ws_mbar_arrive(bar(WS_EMPTY, s));
+        };
+        if (reduce(0)) {
+            for (int i = 0;; ++i) {
+                const bool more = reduce(i + 1);
+                scan_store(i);
+                if (!more) break;
+            }
+        }
+    }
+}
+
+#else
+template <class T, int W, int K, int S, int LB>
+__device__ __forceinline__ void ws_scan(const T*, T*, unsigned long long*, unsigned int*, long long, unsigned)
+{
+    __trap();
+}
+#endif
+
+// Launch: blocks = min(tiles, resident blocks), 32 * (W + 2) threads, dynamic shared memory of
+// at least S * TILE * sizeof(T) + sizeof(WsSmall<T, W, S>) bytes (solution.py adds the small part
+// with room to spare). status: >= tiles words, zeroed when allocated; counter: one word, 0 before
+// the first call; epoch 1 .. 2^30 - 1, different from the previous call's. Names:
+// wscan_{i32,f32}_w{W}_k{K}_s{S}_lb{LB}.
+#define WS_KERNEL(NAME, T, W, K, S, LB)                                                              \
+    extern "C" __global__ void __launch_bounds__(32 * (W + 2))                                       \
+    NAME(const T* __restrict__ x, T* __restrict__ y, unsigned long long* status, unsigned int* counter, \
+         long long n, unsigned epoch)                                                                \
+    {                                                                                                \
+        ws_scan<T, W, K, S, LB>(x, y, status, counter, n, epoch);                                    \
+    }
+
+#define WS_BOTH(W, K, S, LB)                                        \
+    WS_KERNEL(wscan_i32_w##W##_k##K##_s##S##_lb##LB, int, W, K, S, LB) \
+    WS_KERNEL(wscan_f32_w##W##_k##K##_s##S##_lb##LB, float, W, K, S, LB)
+
+WS_BOTH(8, 4, 4, 1)
+WS_BOTH(8, 4, 4, 2)
+WS_BOTH(8, 4, 6, 2)
+WS_BOTH(8, 8, 3, 1)
+WS_BOTH(8, 8, 3, 2)
+WS_BOTH(8, 2, 8, 2)
+WS_BOTH(4, 8, 4, 1)
+WS_BOTH(4, 4, 8, 2)
