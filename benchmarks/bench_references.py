@@ -229,8 +229,9 @@ class Context:
         self.failures.append(text)
         print(f"  CHECK FAILED: {text}")
 
-    def tune_variants(self, label, shape, mod, variants, fn, nbytes, reset=None):
-        """Time fn() under each variant (a dict of module constants); restore the defaults."""
+    def tune_variants(self, label, shape, mod, variants, fn, nbytes, reset=None, check=None, row="tune"):
+        """Time fn() under each variant (a dict of module constants); restore the defaults. With
+        check, check(mod) first lists the cases the variant gets wrong (a failure when any)."""
         if not self.tune:
             return
         defaults = {k: getattr(mod, k) for v in variants for k in v}
@@ -239,9 +240,12 @@ class Context:
                 setattr(mod, k, val)
             if reset:
                 reset()
-            is_default = all(defaults[k] == val for k, val in v.items())
+            is_default = check is None and all(defaults[k] == val for k, val in v.items())
             desc = ", ".join(f"{k}={val}" for k, val in v.items()) + (" (default)" if is_default else "")
-            r = self.timed(f"{label} tune", shape, fn, nbytes, note=desc)
+            bad = check(mod) if check else []
+            if bad:
+                self.fail(f"{label} {row} {desc}: wrong at {', '.join(bad)}")
+            r = self.timed(f"{label} {row}", shape, fn, nbytes, ok=not bad, note=desc)
             r.anchor = f"{r.gbs / self.copy_gbs:.3f}x copy; {desc}"
             self.report(r)
         for k, val in defaults.items():
@@ -331,6 +335,7 @@ def section_ex02(ctx: Context):
 def section_ex03(ctx: Context):
     print("\nex03_transpose")
     sol = load_solution("ex03_transpose")
+    cand = load_candidate("ex03_transpose") if ctx.tune else None
     for shape in ctx.shapes["ex03"]:
         rows, cols = shape
         x = ctx.rng.standard_normal(shape, dtype=cp.float32)
@@ -350,8 +355,25 @@ def section_ex03(ctx: Context):
         ctx.tune_variants("ex03", shape, sol,
                           [{"_TILE": t, "_GROUP": g} for t in ((128, 64), (64, 64), (128, 32)) for g in (1, 2, 0)],
                           lambda: sol.solve(x, y), nbytes)
+        tune_candidate(ctx, "ex03", shape, cand, lambda: cand.solve(x, y), nbytes,
+                       _transpose_candidate_check(ctx, x, y))
         del x, y
         free_memory()
+
+
+def _transpose_candidate_check(ctx, x, y):
+    """The shapes a candidate transpose gets wrong: the edge shapes and x itself (y poisoned first)."""
+    def check(cand):
+        bad = []
+        for rows, cols in TRANSPOSE_EDGE_SHAPES + [x.shape]:
+            xs = x if (rows, cols) == x.shape else ctx.rng.standard_normal((rows, cols), dtype=cp.float32)
+            ys = y if xs is x else cp.empty((cols, rows), dtype=cp.float32)
+            ys.fill(cp.nan)
+            cand.solve(xs, ys)
+            if not bool(cp.array_equal(ys, xs.T)):
+                bad.append(f"{rows}x{cols}")
+        return bad
+    return check
 
 
 def section_ex04(ctx: Context):
@@ -409,41 +431,49 @@ def _scan_check(solve, x, y, tname):
     return worst <= 1.0, f"max err / tolerance {worst:.3f}"
 
 
-CANDIDATE_EX05 = ROOT / "benchmarks" / "candidates" / "ex05_scan" / "solution.py"
-CANDIDATE_EX05_SIZES = [1, 5, 4095, 4096, 4097, 70001, 2**20 + 3, 3 * 2**20 - 1]
+SCAN_EDGE_SIZES = [1, 5, 4095, 4096, 4097, 70001, 2**20 + 3, 3 * 2**20 - 1]
+TRANSPOSE_EDGE_SHAPES = [(2, 2), (7, 9), (129, 65), (300, 1000), (1, 50), (50, 1), (8191, 33), (1000, 8193)]
 
 
-def _candidate_ex05(ctx, x, y, shape, tname):
-    """--tune: check the candidate scan (benchmarks/candidates/ex05_scan) in every configuration
-    on the edge sizes, a misaligned view and this shape, then time each configuration."""
-    spec = importlib.util.spec_from_file_location("candidate_ex05_scan", CANDIDATE_EX05)
-    cand = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(cand)
-    for config in cand._CONFIGS:
-        cand._CONFIG = config
+def load_candidate(ex: str):
+    """benchmarks/candidates/<ex>/solution.py as a module, or None when there is none."""
+    path = ROOT / "benchmarks" / "candidates" / ex / "solution.py"
+    if not path.is_file():
+        return None
+    spec = importlib.util.spec_from_file_location(f"candidate_{ex}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def tune_candidate(ctx, label, shape, cand, fn, nbytes, check):
+    """--tune: each of cand.VARIANTS (the candidate's module constants) checked by check(cand) (the
+    cases it gets wrong), then fn() timed; rows "<label> candidate"."""
+    if cand is not None:
+        ctx.tune_variants(label, shape, cand, cand.VARIANTS, fn, nbytes, check=check, row="candidate")
+
+
+def _scan_candidate_check(ctx, x, y, tname):
+    """The cases a candidate scan gets wrong: the edge sizes, a misaligned view, and x itself."""
+    def check(cand):
         bad = []
-        for m in CANDIDATE_EX05_SIZES:
+        for m in SCAN_EDGE_SIZES:
             xs, ys = _scan_inputs(ctx, m, tname)
             if not _scan_check(cand.solve, xs, ys, tname)[0]:
-                bad.append(str(m))
+                bad.append(f"n={m}")
         xs, ys = _scan_inputs(ctx, 70002, tname)
         if not _scan_check(cand.solve, xs[1:], ys[1:], tname)[0]:
-            bad.append("70001 misaligned")
-        ok, note = _scan_check(cand.solve, x, y, tname)
-        if not ok:
-            bad.append(str(x.size))
-        if bad:
-            ctx.fail(f"ex05 candidate {config} {tname}: wrong at n = {', '.join(bad)}")
-        r = ctx.timed("ex05 candidate", shape, lambda: cand.solve(x, y), 8 * x.size, ok=not bad,
-                      note=f"(W, K, S, LB) = {config} {note}")
-        r.anchor = f"{r.gbs / ctx.copy_gbs:.3f}x copy; {r.note}"
-        ctx.report(r)
-    free_memory()
+            bad.append("n=70001 misaligned")
+        if not _scan_check(cand.solve, x, y, tname)[0]:
+            bad.append(f"n={x.size}")
+        return bad
+    return check
 
 
 def section_ex05(ctx: Context):
     print("\nex05_scan")
     sol = load_solution("ex05_scan")
+    cand = load_candidate("ex05_scan") if ctx.tune else None
     for n, tname in ctx.shapes["ex05"]:
         dtype = cp.int32 if tname == "int32" else cp.float32
         x, y = _scan_inputs(ctx, n, tname)
@@ -461,8 +491,8 @@ def section_ex05(ctx: Context):
         ctx.report(ref)
         ctx.tune_variants("ex05", shape, sol, [{"_CONFIG": c} for c in ((128, 8), (256, 4), (256, 8))],
                           lambda: sol.solve(x, y), 8 * n)
-        if ctx.tune:
-            _candidate_ex05(ctx, x, y, shape, tname)
+        tune_candidate(ctx, "ex05", shape, cand, lambda: cand.solve(x, y), 8 * n,
+                       _scan_candidate_check(ctx, x, y, tname))
         del x, y
         free_memory()
 

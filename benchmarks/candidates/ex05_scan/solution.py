@@ -6,8 +6,8 @@ benchmarks/bench_references.py --tune times it next to the reference (rows "ex05
 after checking it on the benchmark shapes and on small edge sizes.
 
 Knobs: _CONFIG = (W compute warps, K vectors per lane, S stages, LB look-back statuses per lane
-per round), one of _CONFIGS; _BLOCKS_PER_SM = None (as many as fit, by the driver's occupancy
-calculator) or a number.
+per round), one of _CONFIGS (VARIANTS: the settings bench_references.py times); _BLOCKS_PER_SM =
+None (as many as fit, by the driver's occupancy calculator) or a number.
 """
 import importlib.util
 from pathlib import Path
@@ -21,6 +21,7 @@ _REFERENCE = Path(__file__).resolve().parents[3] / "solutions" / "ex05_scan" / "
 _CONFIGS = ((8, 4, 4, 1), (8, 4, 4, 2), (8, 4, 6, 2), (8, 8, 3, 1), (8, 8, 3, 2), (8, 2, 8, 2),
             (4, 8, 4, 1), (4, 4, 8, 2))
 _CONFIG = (8, 4, 4, 2)
+VARIANTS = [{"_CONFIG": c} for c in _CONFIGS]     # what bench_references.py --tune times
 _BLOCKS_PER_SM = None
 _EPOCH_MAX = 2**30 - 1     # epochs are 30 bits in the status words, and never 0
 

@@ -1,0 +1,58 @@
+"""ex03_transpose candidate (benchmarks only): y = x.T for float32 (rows, cols) -> (cols, rows), with
+the writes of each tile aligned to ALIGN floats of y (kernel.cu); rows == 1 or cols == 1 (a plain
+copy): the reference (solutions/ex03_transpose).
+
+benchmarks/bench_references.py --tune checks every variant on edge shapes and times it next to
+the reference (rows "ex03 candidate").
+
+Knobs: _KERNEL = (TR, TC, ALIGN, MINB), a transpose_aligned_r{TR}_c{TC}_a{ALIGN}_b{MINB} of
+kernel.cu; _GROUP as in the reference (tile columns per group; 1 = down one tile column after the
+other). VARIANTS: the knob settings bench_references.py times.
+"""
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+
+from grader.kernel import load
+
+_REFERENCE = Path(__file__).resolve().parents[3] / "solutions" / "ex03_transpose" / "solution.py"
+_KERNEL = (128, 64, 8, 1)
+_GROUP = 1
+VARIANTS = [{"_KERNEL": k, "_GROUP": 1} for k in
+            ((128, 64, 8, 1), (128, 64, 8, 5), (128, 64, 32, 1), (128, 32, 8, 1), (256, 32, 8, 1))]
+_THREADS = 256            # = TR_THREADS in kernel.cu
+_MAX_BLOCKS = 2**31 - 1
+
+_module = load("kernel.cu")
+_kernels = {}
+_reference = None
+
+
+def _reference_solve():
+    global _reference
+    if _reference is None:
+        spec = importlib.util.spec_from_file_location("ex03_reference_for_candidate", _REFERENCE)
+        _reference = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(_reference)
+    return _reference.solve
+
+
+def _cdiv(a, b):
+    return -(-a // b)
+
+
+def solve(x, y):
+    rows, cols = x.shape
+    if rows <= 1 or cols <= 1:
+        return _reference_solve()(x, y)
+    tr, tc, align, minb = _KERNEL
+    name = f"transpose_aligned_r{tr}_c{tc}_a{align}_b{minb}"
+    kernel = _kernels.get(name)
+    if kernel is None:
+        kernel = _kernels[name] = _module.get_function(name)
+    tiles_r, tiles_c = _cdiv(rows + align - 1, tr), _cdiv(cols, tc)
+    group = tiles_c if _GROUP <= 0 else min(_GROUP, tiles_c)
+    blocks = min(tiles_r * tiles_c, _MAX_BLOCKS)
+    kernel((blocks,), (_THREADS,), (x, y, np.int32(rows), np.int32(cols), np.int32(tiles_r),
+                                    np.int32(tiles_c), np.int32(group)))
