@@ -22,6 +22,12 @@
 //                 then scan and store tile i-1 (whose prefix the look-back warp has had a whole
 //                 tile's time to find), then release its stage (mbarrier `empty`).
 //
+// Look-back window: a tile's inclusive prefix P appears about one L2 round trip (RT, ~0.5-0.7 us
+// under load, an estimate) after its aggregate, so at r tiles per us the newest P trails the newest
+// aggregate by about r * RT tiles, and a look-back that reads 32 * LB statuses per round trip keeps
+// up only while 32 * LB / RT >= r. At the copy bandwidth (4.2 TB/s) r = 256 tiles per us for 16 KB
+// tiles: LB >= 4-8. LB is a template knob; the variants span 1 to 8.
+//
 // Layout of a stage: TILE = W * 128 * K elements; compute warp w owns the 128*K consecutive
 // elements from w * 128*K; lane l reads its 16-byte vectors k*32 + l (k < K), so every warp
 // access to shared memory and every store to y is one contiguous 512-byte row.
@@ -350,9 +356,9 @@ __device__ __forceinline__ void ws_scan(const T*, T*, unsigned long long*, unsig
 
 WS_BOTH(8, 4, 4, 1)
 WS_BOTH(8, 4, 4, 2)
-WS_BOTH(8, 4, 6, 2)
-WS_BOTH(8, 8, 3, 1)
+WS_BOTH(8, 4, 4, 4)
+WS_BOTH(8, 4, 4, 8)
+WS_BOTH(8, 4, 6, 4)
 WS_BOTH(8, 8, 3, 2)
-WS_BOTH(8, 2, 8, 2)
-WS_BOTH(4, 8, 4, 1)
-WS_BOTH(4, 4, 8, 2)
+WS_BOTH(8, 8, 3, 4)
+WS_BOTH(4, 8, 4, 4)
