@@ -18,7 +18,13 @@
 // ALIGN = 8 aligns to 32-byte sectors, ALIGN = 32 to 128-byte lines.
 //
 // Launch: one block of TR_THREADS threads per tile (grid-stride, any grid is correct), tiles_r as
-// above, group as in the reference. rows, cols >= 2 (the launcher copies rows == 1 or cols == 1).
+// above, group as in the reference. rows, cols >= 2 and rows % ALIGN != 0 (the launcher leaves
+// rows == 1 or cols == 1, a copy, and rows % ALIGN == 0, where every shift is 0, to the reference).
+// Register use (nvcc -Xptxas -v, sm_90, 2026-12-03): the reference's 128 x 64 tile 48 registers,
+// 5 blocks per SM; here 128 x 64 with ALIGN 8: 66 registers (3 blocks per SM) with MINB 1, 60
+// (4 blocks) with MINB 4, 48 with a 16-byte spill (5 blocks) with MINB 5; 128 x 64 with ALIGN 32
+// and MINB 4: 64; 128 x 32, ALIGN 8, MINB 5: 46; 256 x 32, ALIGN 8: 68. The MINB variants trade
+// registers for resident blocks, i.e. for bytes in flight.
 
 #define TR_THREADS 256
 
@@ -54,11 +60,11 @@ __device__ __forceinline__ void transpose_aligned(const float* __restrict__ x, f
 #pragma unroll
         for (int k = 0; k < RPW; ++k) {
             const int r = r0 - ALIGN + warp + WARPS * k;
-            const float* xr = x + (long long)r * cols + c0 + lane;
+            const long long xi = (long long)r * cols + c0 + lane;     // an index: r < 0 forms no pointer
 #pragma unroll
             for (int j = 0; j < CPL; ++j) {
                 const bool in = r >= 0 && r < rows && c0 + lane + 32 * j < cols;
-                v[k][j] = in ? __ldg(xr + 32 * j) : 0.f;
+                v[k][j] = in ? __ldg(x + xi + 32 * j) : 0.f;
             }
         }
 #pragma unroll
@@ -72,11 +78,10 @@ __device__ __forceinline__ void transpose_aligned(const float* __restrict__ x, f
             const int c = c0 + warp + WARPS * k;
             const long long row_start = (long long)c * rows;
             const int s = (int)((row_start + r0) & (ALIGN - 1));
-            float* yr = y + row_start + r0 - s + lane;
 #pragma unroll
             for (int j = 0; j < WPL; ++j) {
                 const int r = r0 - s + lane + 32 * j;
-                if (c < cols && r >= 0 && r < rows) yr[32 * j] = tile[ALIGN - s + lane + 32 * j][warp + WARPS * k];
+                if (c < cols && r >= 0 && r < rows) y[row_start + r] = tile[ALIGN - s + lane + 32 * j][warp + WARPS * k];
             }
         }
         __syncthreads();
@@ -93,7 +98,8 @@ __device__ __forceinline__ void transpose_aligned(const float* __restrict__ x, f
         transpose_aligned<TR, TC, ALIGN>(x, y, rows, cols, tiles_r, tiles_c, group);                      \
     }
 TA_KERNEL(128, 64, 8, 1)
+TA_KERNEL(128, 64, 8, 4)
 TA_KERNEL(128, 64, 8, 5)
-TA_KERNEL(128, 64, 32, 1)
-TA_KERNEL(128, 32, 8, 1)
+TA_KERNEL(128, 64, 32, 4)
+TA_KERNEL(128, 32, 8, 5)
 TA_KERNEL(256, 32, 8, 1)

@@ -145,6 +145,8 @@ __device__ __forceinline__ T ws_look_back(const unsigned long long* status, long
                 bits[j] = (unsigned)w;
             }
         }
+        // Round j covers tiles nearest-32j .. nearest-32j-31; lanes up to the nearest P count. A round
+        // is waited for only when the rounds nearer to the tile found no P.
 #pragma unroll
         for (int j = 0; j < LB; ++j) {
             const long long idx = nearest - lane - 32 * j;
@@ -153,10 +155,6 @@ __device__ __forceinline__ T ws_look_back(const unsigned long long* status, long
                 flag[j] = ((unsigned)(w >> 34) == epoch) ? (unsigned)(w >> 32) & 3u : 0u;
                 bits[j] = (unsigned)w;
             }
-        }
-#pragma unroll
-        for (int j = 0; j < LB; ++j) {
-            // Round j covers tiles nearest-32j .. nearest-32j-31; lanes up to the nearest P count.
             const unsigned pmask = __ballot_sync(WS_FULL, flag[j] == WS_FLAG_P);
             const int last = pmask ? __ffs(pmask) - 1 : 31;
             running += ws_warp_sum((lane <= last) ? ws_from_bits<T>(bits[j]) : T(0));
@@ -182,6 +180,7 @@ __device__ __forceinline__ void ws_scan(const T* __restrict__ x, T* __restrict__
                                         unsigned int* counter, long long n, unsigned epoch)
 {
     typedef typename ws_vec<T>::type V;
+    static_assert(S >= 2, "the compute warps reduce tile i + 1 before they release tile i's stage");
     constexpr int TILE = W * 128 * K;
     constexpr unsigned TILE_BYTES = TILE * sizeof(T);
     extern __shared__ __align__(128) unsigned char ws_raw[];

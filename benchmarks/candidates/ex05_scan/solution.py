@@ -26,7 +26,7 @@ _BLOCKS_PER_SM = None
 _EPOCH_MAX = 2**30 - 1     # epochs are 30 bits in the status words, and never 0
 
 _module = load("kernel.cu")
-_kernels = {}              # (dtype name, config) -> (function, dynamic shared bytes)
+_kernels = {}              # (dtype name, config, device) -> (function, dynamic shared bytes, grid cap)
 _scratch = {}              # device -> [status array, counter array, last epoch]
 _reference = None
 
@@ -41,7 +41,9 @@ def _reference_solve():
 
 
 def _kernel(dtype_name, config):
-    key = (dtype_name, config)
+    """(function, dynamic shared memory bytes, resident blocks on this device) for a configuration."""
+    dev = cp.cuda.runtime.getDevice()
+    key = (dtype_name, config, dev, _BLOCKS_PER_SM)
     got = _kernels.get(key)
     if got is None:
         w, k, s, lb = config
@@ -49,17 +51,10 @@ def _kernel(dtype_name, config):
         # stages + the per-stage bookkeeping (tickets, warp totals, aggregate, prefix, 5 mbarriers)
         smem = s * w * 128 * k * 4 + s * (8 + 4 * w + 4 + 4 + 5 * 8) + 64
         f.max_dynamic_shared_size_bytes = smem
-        got = _kernels[key] = (f, smem)
+        sms = cp.cuda.Device(dev).attributes["MultiProcessorCount"]
+        per_sm = _BLOCKS_PER_SM or cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(f.ptr, 32 * (w + 2), smem)
+        got = _kernels[key] = (f, smem, sms * max(per_sm, 1))
     return got
-
-
-def _resident_blocks(f, threads, smem):
-    dev = cp.cuda.Device()
-    sms = dev.attributes["MultiProcessorCount"]
-    if _BLOCKS_PER_SM is not None:
-        return sms * _BLOCKS_PER_SM
-    per_sm = cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(f.ptr, threads, smem)
-    return sms * max(per_sm, 1)
 
 
 def solve(x, y):
@@ -77,9 +72,8 @@ def solve(x, y):
     w, k, s, lb = _CONFIG
     tile = w * 128 * k
     tiles = (n + tile - 1) // tile
-    f, smem = _kernel(dtype_name, _CONFIG)
-    threads = 32 * (w + 2)
-    blocks = min(tiles, _resident_blocks(f, threads, smem))
+    f, smem, resident = _kernel(dtype_name, _CONFIG)
+    blocks = min(tiles, resident)
     dev = cp.cuda.runtime.getDevice()
     st = _scratch.get(dev)
     if st is None or st[0].size < tiles:
@@ -87,4 +81,4 @@ def solve(x, y):
         counter = st[1] if st else cp.zeros(1, dtype=cp.uint32)
         st = _scratch[dev] = [status, counter, 0]
     st[2] = st[2] % _EPOCH_MAX + 1
-    f((blocks,), (threads,), (x, y, st[0], st[1], np.int64(n), np.uint32(st[2])), shared_mem=smem)
+    f((blocks,), (32 * (w + 2),), (x, y, st[0], st[1], np.int64(n), np.uint32(st[2])), shared_mem=smem)
