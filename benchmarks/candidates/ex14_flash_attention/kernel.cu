@@ -1,0 +1,299 @@
+// ex14_flash_attention candidate (benchmarks only, not the reference yet): the reference's
+// FlashAttention-2 forward (solutions/ex14_flash_attention/kernel.cu: 16 query rows per warp, S
+// and P in registers, online softmax in the log2 domain, P reused as the A operand of O += P V),
+// with the memory side rebuilt the way FlashAttention-2 builds it:
+//
+//   * ldmatrix: K fragments with ldmatrix.x4 (two 8-key n-tiles x 16 dims per instruction), V
+//     fragments with ldmatrix.x4.trans (V is [key][dim] in shared memory; .trans hands each lane
+//     the two keys 2t, 2t+1 of dim g that the mma's "col" B operand wants), Q fragments with
+//     ldmatrix.x4 once. The reference reads K with 32-bit shared loads and assembles each V
+//     fragment from four 16-bit loads of four rows.
+//   * cp.async double buffering: K and V tiles j+1 are copied (16-byte cp.async.cg, zero-filled
+//     past Sk) into the second buffer while tile j is computed, in separate commit groups, so
+//     S = Q K_j^T starts as soon as K_j has landed, while V_j may still be in flight. The
+//     reference loads each tile synchronously between two barriers.
+//   * masking only where a tile can hold a masked key (past Sk, or above the causal diagonal of
+//     the CTA's first row); causal CTAs are launched longest rows first.
+//
+// Measured by the reference (benchmarks/RESULTS.md, ex14 section): 140-162 TFLOP/s on the H200,
+// 0.24-0.35x torch SDPA; the bar is 0.65x. FlashAttention-2 itself reaches ~330-370 TFLOP/s on an
+// H100 (Dao 2023, arXiv 2307.08691, figure "Attention forward speed on H100").
+//
+// Layout: one CTA of WARPS warps per BM = 16 * WARPS query rows of one (batch, head); shared
+// memory Q (BM x ROW), K[2] and V[2] (BN x ROW each), ROW = D + 8 halves (a row stride of 16 mod
+// 128 bytes: the 8 rows an ldmatrix phase reads fall in 8 different 16-byte bank groups).
+// Fragment layouts (PTX ISA, "Matrix fragments for mma.m16n8k16" and "ldmatrix"): lane = 4 g + t;
+// A (16 x 16, row): a0 (g, 2t..2t+1), a1 (g+8, 2t..), a2 (g, 2t+8..), a3 (g+8, 2t+8..); B (16 x 8,
+// col): b0 (k 2t..2t+1, n g), b1 (k 2t+8.., n g); C (16 x 8): c0, c1 (g, 2t..2t+1), c2, c3 (g+8, ..).
+// ldmatrix.x4: lanes 8i..8i+7 give the row addresses of matrix i; lane l receives, of matrix i,
+// row l/4, elements 2(l%4), 2(l%4)+1 (with .trans: rows 2(l%4), 2(l%4)+1 of column l/4).
+
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
+#define FA_NEG_INF __int_as_float(0xff800000)   // -inf (NVRTC has no math.h INFINITY)
+#define FA_BN 64                                 // keys per tile
+#define FA_PAD 8                                 // halves of padding per shared row
+
+template <typename T> struct FaMma;
+template <> struct FaMma<__half> {
+    static __device__ __forceinline__ void run(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1)
+    {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+                     "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    }
+    static __device__ __forceinline__ unsigned pack(float lo, float hi)
+    {
+        __half2 h = __floats2half2_rn(lo, hi);
+        return *reinterpret_cast<unsigned*>(&h);
+    }
+};
+template <> struct FaMma<__nv_bfloat16> {
+    static __device__ __forceinline__ void run(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1)
+    {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+                     "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    }
+    static __device__ __forceinline__ unsigned pack(float lo, float hi)
+    {
+        __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+        return *reinterpret_cast<unsigned*>(&h);
+    }
+};
+
+__device__ __forceinline__ unsigned fa_smem(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+
+__device__ __forceinline__ void fa_ldsm_x4(unsigned addr, unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(addr));
+}
+__device__ __forceinline__ void fa_ldsm_x4_t(unsigned addr, unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(addr));
+}
+// 16 bytes global -> shared, bypassing L1; valid == false reads nothing and zero-fills
+__device__ __forceinline__ void fa_cp_async16(unsigned dst, const void* src, bool valid)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst), "l"(src), "r"(valid ? 16 : 0) : "memory");
+}
+__device__ __forceinline__ void fa_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N> __device__ __forceinline__ void fa_cp_async_wait()
+{
+    asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory");
+}
+
+// rows [row0, row0 + ROWS) of a (rows x D) matrix into shared memory at dst (row stride D + PAD
+// halves), 16 bytes per cp.async; rows at or past `rows` are zero-filled (their source address is
+// clamped to row 0, which exists, and nothing is read from it)
+template <typename T, int D, int ROWS, int THREADS>
+__device__ __forceinline__ void fa_load_async(unsigned dst, const T* __restrict__ src, int row0, int rows)
+{
+    constexpr int CHUNKS = D / 8;
+#pragma unroll
+    for (int c = threadIdx.x; c < ROWS * CHUNKS; c += THREADS) {
+        const int r = c / CHUNKS, col = (c % CHUNKS) * 8;
+        const bool valid = row0 + r < rows;
+        fa_cp_async16(dst + (unsigned)(r * (D + FA_PAD) + col) * 2u, src + (size_t)(valid ? row0 + r : 0) * D + col, valid);
+    }
+}
+
+template <typename T, int D, int WARPS, bool QREG>
+__device__ __forceinline__ void flash_fwd2(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
+                                           float* __restrict__ o, float* __restrict__ lse, int Sq, int Sk,
+                                           int causal, float scale_log2)
+{
+    constexpr int BM = 16 * WARPS, THREADS = 32 * WARPS, ROW = D + FA_PAD;
+    constexpr unsigned KV_BYTES = FA_BN * ROW * 2;           // one K or V buffer
+    extern __shared__ __align__(16) unsigned char fa_raw[];
+    const unsigned sQ = fa_smem(fa_raw);
+    const unsigned sK = sQ + BM * ROW * 2;                   // K[2]
+    const unsigned sV = sK + 2 * KV_BYTES;                   // V[2]
+
+    const int mt = causal ? (int)gridDim.x - 1 - (int)blockIdx.x : (int)blockIdx.x;   // causal: longest rows first
+    const int bh = blockIdx.y, m0 = mt * BM;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    q += (size_t)bh * Sq * D;
+    k += (size_t)bh * Sk * D;
+    v += (size_t)bh * Sk * D;
+    o += (size_t)bh * Sq * D;
+    lse += (size_t)bh * Sq;
+    const int kv_end = causal ? min(Sk, m0 + BM) : Sk;
+    const int n_tiles = (kv_end + FA_BN - 1) / FA_BN;        // >= 1: kv_end >= 1
+
+    fa_load_async<T, D, BM, THREADS>(sQ, q, m0, Sq);
+    fa_cp_async_commit();                                    // group: Q
+    fa_load_async<T, D, FA_BN, THREADS>(sK, k, 0, Sk);
+    fa_cp_async_commit();                                    // group: K_0
+    fa_load_async<T, D, FA_BN, THREADS>(sV, v, 0, Sk);
+    fa_cp_async_commit();                                    // group: V_0
+
+    // ldmatrix.x4 row address offsets of this lane (halves): A-style (Q, and V with .trans):
+    // row (lane & 7) + 8 * ((lane >> 3) & 1), column 8 * (lane >> 4); B-style (K): row
+    // (lane & 7) + 8 * (lane >> 4), column 8 * ((lane >> 3) & 1).
+    const int a_row = (lane & 7) + 8 * ((lane >> 3) & 1), a_col = 8 * (lane >> 4);
+    const int b_row = (lane & 7) + 8 * (lane >> 4), b_col = 8 * ((lane >> 3) & 1);
+    const unsigned q_lane = sQ + (unsigned)((warp * 16 + a_row) * ROW + a_col) * 2u;
+
+    unsigned qa[QREG ? D / 16 : 1][4];
+    float acc[D / 8][4];
+#pragma unroll
+    for (int dt = 0; dt < D / 8; ++dt) acc[dt][0] = acc[dt][1] = acc[dt][2] = acc[dt][3] = 0.f;
+    float m_run[2] = {FA_NEG_INF, FA_NEG_INF};               // rows r and r + 8 of the warp, log2 domain
+    float l_run[2] = {0.f, 0.f};                             // this thread's share of the row sums
+    const int qi[2] = {m0 + warp * 16 + g, m0 + warp * 16 + g + 8};
+
+    for (int j = 0; j < n_tiles; ++j) {
+        const unsigned buf = (unsigned)(j & 1);
+        const int n0 = j * FA_BN;
+        const bool more = j + 1 < n_tiles;
+        if (more) {
+            // tile j + 1 into the other buffers, last read by tile j - 1 (all warps are past the
+            // barrier that ended iteration j - 1)
+            fa_load_async<T, D, FA_BN, THREADS>(sK + (buf ^ 1u) * KV_BYTES, k, n0 + FA_BN, Sk);
+            fa_cp_async_commit();
+            fa_load_async<T, D, FA_BN, THREADS>(sV + (buf ^ 1u) * KV_BYTES, v, n0 + FA_BN, Sk);
+            fa_cp_async_commit();
+            fa_cp_async_wait<3>();                           // Q and K_j landed (V_j, K_j+1, V_j+1 may not)
+        } else {
+            fa_cp_async_wait<1>();                           // K_j landed (V_j may not)
+        }
+        __syncthreads();
+        if (QREG && j == 0) {
+#pragma unroll
+            for (int kk = 0; kk < (QREG ? D / 16 : 0); ++kk)
+                fa_ldsm_x4(q_lane + kk * 32u, qa[kk][0], qa[kk][1], qa[kk][2], qa[kk][3]);
+        }
+
+        // S = Q K_j^T: 16 x 64 per warp, 8 n-tiles of 8 keys
+        float s[FA_BN / 8][4];
+#pragma unroll
+        for (int nt = 0; nt < FA_BN / 8; ++nt) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.f;
+        const unsigned k_lane = sK + buf * KV_BYTES + (unsigned)(b_row * ROW + b_col) * 2u;
+#pragma unroll
+        for (int kk = 0; kk < D / 16; ++kk) {
+            unsigned a[4];
+            if (QREG) {
+#pragma unroll
+                for (int e = 0; e < 4; ++e) a[e] = qa[QREG ? kk : 0][e];
+            } else {
+                fa_ldsm_x4(q_lane + kk * 32u, a[0], a[1], a[2], a[3]);
+            }
+#pragma unroll
+            for (int np = 0; np < FA_BN / 16; ++np) {
+                unsigned b0, b1, b2, b3;
+                fa_ldsm_x4(k_lane + (unsigned)(np * 16 * ROW + kk * 16) * 2u, b0, b1, b2, b3);
+                FaMma<T>::run(s[2 * np], a, b0, b1);
+                FaMma<T>::run(s[2 * np + 1], a, b2, b3);
+            }
+        }
+
+        // scale, mask where the tile can hold a masked key, online softmax
+        const bool need_mask = n0 + FA_BN > Sk || (causal && n0 + FA_BN - 1 > m0);
+        float tile_max[2] = {FA_NEG_INF, FA_NEG_INF};
+#pragma unroll
+        for (int nt = 0; nt < FA_BN / 8; ++nt) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int row = e >> 1;
+                float x = s[nt][e] * scale_log2;
+                if (need_mask) {
+                    const int key = n0 + nt * 8 + 2 * t + (e & 1);
+                    if (key >= Sk || (causal && key > qi[row])) x = FA_NEG_INF;
+                }
+                s[nt][e] = x;
+                tile_max[row] = fmaxf(tile_max[row], x);
+            }
+        }
+        float alpha[2];
+#pragma unroll
+        for (int row = 0; row < 2; ++row) {
+            tile_max[row] = fmaxf(tile_max[row], __shfl_xor_sync(0xffffffffu, tile_max[row], 1));
+            tile_max[row] = fmaxf(tile_max[row], __shfl_xor_sync(0xffffffffu, tile_max[row], 2));
+            const float m_new = fmaxf(m_run[row], tile_max[row]);
+            // a row with nothing visible yet keeps m = -inf: exp2 of (-inf) - 0 is 0, never NaN
+            const float base = m_new == FA_NEG_INF ? 0.f : m_new;
+            alpha[row] = exp2f(m_run[row] - base);
+            m_run[row] = m_new;
+            l_run[row] *= alpha[row];
+#pragma unroll
+            for (int nt = 0; nt < FA_BN / 8; ++nt) {
+                s[nt][2 * row] = exp2f(s[nt][2 * row] - base);
+                s[nt][2 * row + 1] = exp2f(s[nt][2 * row + 1] - base);
+                l_run[row] += s[nt][2 * row] + s[nt][2 * row + 1];
+            }
+        }
+#pragma unroll
+        for (int dt = 0; dt < D / 8; ++dt) {
+            acc[dt][0] *= alpha[0];
+            acc[dt][1] *= alpha[0];
+            acc[dt][2] *= alpha[1];
+            acc[dt][3] *= alpha[1];
+        }
+
+        if (more)
+            fa_cp_async_wait<2>();                           // V_j landed (K_j+1, V_j+1 may not)
+        else
+            fa_cp_async_wait<0>();
+        __syncthreads();
+
+        // O += P V_j, 16 keys at a time; V fragments for two 8-dim tiles per ldmatrix.x4.trans
+        const unsigned v_lane = sV + buf * KV_BYTES + (unsigned)(a_row * ROW + a_col) * 2u;
+#pragma unroll
+        for (int kc = 0; kc < FA_BN / 16; ++kc) {
+            unsigned pa[4];
+            pa[0] = FaMma<T>::pack(s[2 * kc][0], s[2 * kc][1]);
+            pa[1] = FaMma<T>::pack(s[2 * kc][2], s[2 * kc][3]);
+            pa[2] = FaMma<T>::pack(s[2 * kc + 1][0], s[2 * kc + 1][1]);
+            pa[3] = FaMma<T>::pack(s[2 * kc + 1][2], s[2 * kc + 1][3]);
+#pragma unroll
+            for (int dp = 0; dp < D / 16; ++dp) {
+                unsigned b0, b1, b2, b3;
+                fa_ldsm_x4_t(v_lane + (unsigned)(kc * 16 * ROW + dp * 16) * 2u, b0, b1, b2, b3);
+                FaMma<T>::run(acc[2 * dp], pa, b0, b1);
+                FaMma<T>::run(acc[2 * dp + 1], pa, b2, b3);
+            }
+        }
+        __syncthreads();                                     // buffers `buf` are free for tile j + 2
+    }
+
+#pragma unroll
+    for (int row = 0; row < 2; ++row) {
+        float l = l_run[row];
+        l += __shfl_xor_sync(0xffffffffu, l, 1);
+        l += __shfl_xor_sync(0xffffffffu, l, 2);
+        const float inv = 1.f / l;
+        if (qi[row] < Sq) {
+            float* orow = o + (size_t)qi[row] * D;
+#pragma unroll
+            for (int dt = 0; dt < D / 8; ++dt)
+                *reinterpret_cast<float2*>(orow + dt * 8 + 2 * t) =
+                    make_float2(acc[dt][2 * row] * inv, acc[dt][2 * row + 1] * inv);
+            if (t == 0) lse[qi[row]] = (m_run[row] + log2f(l)) * 0.69314718055994531f;
+        }
+    }
+}
+
+// flash2_{f16,bf16}_d{D}_w{WARPS}[_qs]: WARPS warps (BM = 16 WARPS query rows) per CTA; _qs: Q
+// fragments re-read from shared memory every key tile instead of kept in registers. Launch: grid
+// (ceil(Sq / BM), B * H), 32 WARPS threads, dynamic shared memory (BM + 4 * 64) * (D + 8) * 2 bytes.
+#define FLASH2(NAME, T, D, WARPS, QREG)                                                                 \
+    extern "C" __global__ void __launch_bounds__(WARPS * 32)                                           \
+    NAME(const T* q, const T* k, const T* v, float* o, float* lse, int Sq, int Sk, int causal, float s) \
+    {                                                                                                   \
+        flash_fwd2<T, D, WARPS, QREG>(q, k, v, o, lse, Sq, Sk, causal, s);                              \
+    }
+#define FLASH2_ALL(D, WARPS)                                                     \
+    FLASH2(flash2_f16_d##D##_w##WARPS, __half, D, WARPS, true)                   \
+    FLASH2(flash2_bf16_d##D##_w##WARPS, __nv_bfloat16, D, WARPS, true)           \
+    FLASH2(flash2_f16_d##D##_w##WARPS##_qs, __half, D, WARPS, false)             \
+    FLASH2(flash2_bf16_d##D##_w##WARPS##_qs, __nv_bfloat16, D, WARPS, false)
+FLASH2_ALL(64, 4)
+FLASH2_ALL(128, 4)
+FLASH2_ALL(64, 8)
+FLASH2_ALL(128, 8)
