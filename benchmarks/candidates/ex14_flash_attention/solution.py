@@ -6,10 +6,10 @@ bit patterns; causal: 0 or 1; o (B, H, Sq, D) and lse (B, H, Sq): float32 -- the
 interface (solutions/ex14_flash_attention). Self-contained, so the grader can check it:
 `grade ex14 --submission benchmarks/candidates/ex14_flash_attention`.
 
-Knobs: _WARPS (4 or 8: query rows per CTA = 16 * _WARPS) and _QREG (True: Q fragments kept in
-registers; False: re-read from shared memory every key tile, fewer registers). VARIANTS: the
-settings `python3 benchmarks/ex14_vs_sdpa.py --solution benchmarks/candidates/ex14_flash_attention
---variants` times.
+Knobs: _WARPS (4 or 8), _MT (m-tiles of 16 query rows per warp, 1 or 2: 16 * _WARPS * _MT query
+rows per CTA) and _QREG (True: Q fragments kept in registers, only with _MT = 1; False: re-read from
+shared memory every key tile). VARIANTS: the settings `python3 benchmarks/ex14_vs_sdpa.py
+--solution benchmarks/candidates/ex14_flash_attention --variants` times (kernel.cu compiles these).
 """
 import math
 
@@ -23,18 +23,20 @@ _BN, _PAD = 64, 8                       # = FA_BN, FA_PAD in kernel.cu
 _KINDS = {np.dtype(np.float16): "f16", np.dtype(np.uint16): "bf16"}   # uint16 = bfloat16 bits
 _LOG2E = 1.4426950408889634
 _WARPS = 4
+_MT = 1
 _QREG = True
-VARIANTS = [{"_WARPS": w, "_QREG": r} for w in (4, 8) for r in (True, False)]
+VARIANTS = [{"_WARPS": w, "_MT": m, "_QREG": r} for w, m, r in
+            ((4, 1, True), (4, 1, False), (8, 1, False), (4, 2, False), (8, 2, False))]
 
 _kernels = {}
 
 
 def _kernel(kind, d):
-    key = (cp.cuda.runtime.getDevice(), kind, d, _WARPS, _QREG)
+    key = (cp.cuda.runtime.getDevice(), kind, d, _WARPS, _MT, _QREG)
     entry = _kernels.get(key)
     if entry is None:
-        f = _module.get_function(f"flash2_{kind}_d{d}_w{_WARPS}{'' if _QREG else '_qs'}")
-        smem = (16 * _WARPS + 4 * _BN) * (d + _PAD) * 2      # Q, K[2], V[2]
+        f = _module.get_function(f"flash2_{kind}_d{d}_w{_WARPS}_m{_MT}{'' if _QREG else '_qs'}")
+        smem = (16 * _WARPS * _MT + 4 * _BN) * (d + _PAD) * 2      # Q, K[2], V[2]
         f.max_dynamic_shared_size_bytes = smem
         entry = _kernels[key] = (f, smem)
     return entry
@@ -44,7 +46,7 @@ def solve(q, k, v, causal, o, lse):
     B, H, Sq, D = q.shape
     Sk = k.shape[2]
     f, smem = _kernel(_KINDS[q.dtype], D)
-    bm = 16 * _WARPS
-    f((-(-Sq // bm), B * H), (32 * _WARPS,),
+    bm = 16 * _WARPS * _MT
+    f((B * H, -(-Sq // bm)), (32 * _WARPS,),
       (q, k, v, o, lse, np.int32(Sq), np.int32(Sk), np.int32(1 if causal else 0),
        np.float32(_LOG2E / math.sqrt(D))), shared_mem=smem)
