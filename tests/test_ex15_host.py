@@ -4,8 +4,10 @@ memory within 227 KB, QGMMA (FP8 wgmma) and UTMALDG in the SASS), the stub compi
 decoder and encoder are exact, the oracle is the per-k-block sum it claims to be, the spec loads
 (FP8 inputs, shape expressions, the fp8 ceiling), grade --compile-only's report of the solution and
 the stub, and solve's index math (the grouped persistent order, each thread's rows, columns and
-scale indices) covers every element once and reproduces the oracle. Nothing here runs a kernel (the
-GPU checks: tests/test_gpu.py grades it; benchmarks/verify_ex15.py)."""
+scale indices) covers every element once and reproduces the oracle, and the spec's tolerance
+accepts fp32 accumulation per k-block while it rejects e5m2 precision and per-tensor scales (the
+grader's comparison on results computed in NumPy). Nothing here runs a kernel (the GPU checks:
+tests/test_gpu.py grades it; benchmarks/verify_ex15.py)."""
 from __future__ import annotations
 
 import importlib.util
@@ -357,3 +359,101 @@ def test_uint8_is_a_tma_data_type():
     """The FP8 operands travel to the TMA as uint8 (grader.tma copies bytes); the intended dtype name too."""
     from grader.tma import DATA_TYPES
     assert DATA_TYPES["uint8"] == DATA_TYPES["float8_e4m3fn"] == 0
+
+
+# ---- the tolerance: the shortcuts it must reject, the honest kernel it must accept --------------
+# On the CPU, through the grader's own comparison (grader.compare with the spec's bfloat16 bounds):
+# results computed in float64 from the case's inputs as a kernel would get them wrong, rounded to
+# bfloat16 as the kernel's output is.
+
+TOL_SHAPE = (64, 130, 1024)      # M, N, K: two column blocks of sb, eight k-blocks
+
+
+def _round_to_e5m2(x):
+    """x (float64, within e4m3's range) rounded to e5m2's precision: 3 significant bits, to nearest
+    even. e5m2's exponent range (2^-16 .. 57344) holds every e4m3 value, e4m3's subnormals
+    included, so only the significand rounds."""
+    m, e = np.frexp(x)                                   # x = m 2^e, 0.5 <= |m| < 1
+    return np.ldexp(np.round(m * 8), e - 3)              # np.round: half to even
+
+
+def test_e5m2_rounding_matches_ml_dtypes():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    t = _reference_module().E4M3
+    vals = t[~np.isnan(t)]
+    assert np.array_equal(_round_to_e5m2(vals), vals.astype(ml_dtypes.float8_e5m2).astype(np.float64))
+    assert (_round_to_e5m2(vals) != vals).sum() > 100    # about half of the codes move
+
+
+def _tolerance_case(dist: int, seed: int = 5):
+    """(spec, case, inputs, oracle output, magnitude) at TOL_SHAPE, a and b drawn from
+    distribution ``dist`` of the spec, the scales from its second (0.5 .. 2)."""
+    from grader.cases import Case, make_inputs
+    from grader.instance import load_oracle, run_magnitude, run_oracle
+    from tests.conftest import spec_of
+    spec = spec_of("ex15_gemm_fp8_blockscaled")
+    M, N, K = TOL_SHAPE
+    case = Case((("M", M), ("N", N), ("K", K)), (("a", dist), ("sa", 1), ("b", dist), ("sb", 1)), seed)
+    values = make_inputs(spec, case, np)
+    oracle = load_oracle(spec)
+    ref = run_oracle(oracle, spec, values, np, case.type_dict)[0]
+    mag = run_magnitude(oracle, spec, values, np, case.dim_dict, case.type_dict)[0]
+    return spec, case, values, ref, mag
+
+
+def _mismatch(spec, case, values, ref, mag, d):  # type: ignore[no-untyped-def]
+    """The grader's verdict on the result ``d`` (float), rounded to bfloat16 as the kernel writes it."""
+    from grader.compare import compare, resolve_atol, resolve_normwise, resolve_rtol
+    from grader.dtypes import encode
+    tol = spec.tolerances["bfloat16"]
+    dims = case.dim_dict
+    return compare("d", encode(np, d, "bfloat16"), ref, tol, resolve_atol(tol, "bfloat16", dims, values, np, mag),
+                   False, np, ("M", "N"), resolve_normwise(tol, "bfloat16", dims), resolve_rtol(tol, "bfloat16", dims),
+                   dtype="bfloat16")
+
+
+def _blockwise_fp32(a, sa, b, sb):
+    """The reference kernel's arithmetic in NumPy: each 128-wide k-block's products summed in fp32,
+    promoted with fma-like fp32 updates acc += (sa sb) blk."""
+    dec = _reference_module().E4M3.astype(np.float32)
+    A, B = dec[a], dec[b]
+    rows = np.arange(B.shape[0]) // 128
+    acc = np.zeros((A.shape[0], B.shape[0]), np.float32)
+    for kb in range(A.shape[1] // 128):
+        ks = slice(128 * kb, 128 * (kb + 1))
+        blk = A[:, ks] @ B[:, ks].T
+        acc += (sa[:, kb, None] * sb[rows, kb][None, :]) * blk
+    return acc
+
+
+@pytest.mark.parametrize("dist", [0, 1, 2])             # normal(0, 1), uniform(-448, 448), uniform(0, 1)
+def test_the_tolerance_accepts_fp32_accumulation_per_k_block(dist):
+    spec, case, values, ref, mag = _tolerance_case(dist)
+    got = _blockwise_fp32(values["a"], values["sa"], values["b"], values["sb"])
+    assert _mismatch(spec, case, values, ref, mag, got) is None
+
+
+@pytest.mark.parametrize("dist", [0, 1])               # with cancellation; uniform(0, 1) averages it out
+def test_the_tolerance_rejects_e5m2_precision(dist):
+    """A kernel that computes with e5m2's 3 significant bits instead of e4m3's 4 (an e5m2 wgmma on
+    re-rounded inputs): every other product carries up to 2^-4 of relative error, far past the
+    norm-wise bound; even computed exactly in float64 from the rounded inputs it fails."""
+    spec, case, values, ref, mag = _tolerance_case(dist)
+    dec = _reference_module().E4M3
+    a5 = _round_to_e5m2(dec[values["a"]])
+    b5 = _round_to_e5m2(dec[values["b"]])
+    got = _reference_module().reference(np, a5, values["sa"], b5, values["sb"])
+    mm = _mismatch(spec, case, values, ref, mag, got)
+    assert mm is not None and mm.normwise_failed, mm
+    assert mm.normwise_err > 3 * mm.normwise_bound
+
+
+@pytest.mark.parametrize("dist", [0, 1, 2])
+def test_the_tolerance_rejects_per_tensor_scales(dist):
+    """A kernel that applies one scale per tensor (the mean of each scale array) instead of one per
+    block: the scales differ between blocks by up to 4x, so the result is off by a factor."""
+    spec, case, values, ref, mag = _tolerance_case(dist)
+    dec = _reference_module().E4M3
+    got = (dec[values["a"]] @ dec[values["b"]].T) * float(values["sa"].mean()) * float(values["sb"].mean())
+    mm = _mismatch(spec, case, values, ref, mag, got)
+    assert mm is not None and mm.normwise_failed, mm
