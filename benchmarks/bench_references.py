@@ -39,7 +39,7 @@ column gives both ratios.
 
 --tune times the variants of the knobs that solutions/ex02, ex03, ex05, ex06 and ex08 expose as
 module constants (informational rows, the default variant is marked), and the candidates in
-benchmarks/candidates/ (ex05_scan: each configuration checked on edge sizes first).
+benchmarks/candidates/ (each of their VARIANTS checked on edge shapes first).
 --small runs every section at tiny sizes: a smoke test of this script, not a measurement.
 """
 from __future__ import annotations
