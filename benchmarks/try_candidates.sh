@@ -28,7 +28,7 @@ run() {   # run NAME LIMIT_S COMMAND...: log to OUT/NAME.log, remember the exit 
     status+=("$name rc=$rc $((SECONDS - t0))s")
 }
 run ex03_ex05 300 python3 benchmarks/bench_references.py --only ex03_transpose ex05_scan --tune
-run ex14_grade 300 grade ex14 --submission "$C/ex14_flash_attention" --no-timing
+run ex14_grade 300 python3 -m grader.cli ex14 --submission "$C/ex14_flash_attention" --no-timing
 run ex14_sdpa 300 python3 benchmarks/ex14_vs_sdpa.py --solution "$C/ex14_flash_attention" --variants
 run ex16 400 python3 benchmarks/verify_ex16.py --solution "$C/ex16_paged_decode_attention" --variants --bench \
     --shapes 0 1 2 3 4 5 7
