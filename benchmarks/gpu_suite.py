@@ -80,6 +80,7 @@ LADDER_TESTS = frozenset({
     "test_naive_kernel_is_correct_and_scores_fewer_performance_points", "test_uncoalesced_variant_scores_fewer_points",
     "test_previous_rung_is_correct_and_scores_clearly_fewer_points", "test_same_score_five_times",
     "test_ex12_reference_on_ex13_is_correct_and_scores_no_performance_points",
+    "test_wgmma_without_tma_is_correct_and_sits_between_the_rungs",
     "test_paged_decode_without_split_k_is_correct_and_scores_clearly_fewer_points",
     # timed grades, and Nsight Compute, which locks the GPU's clocks while it profiles: alone too
     "test_grade_profile_shows_why_the_naive_layernorm_is_slow"})

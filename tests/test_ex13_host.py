@@ -115,6 +115,24 @@ def test_static_report_of_the_solution_and_the_stub():
     assert not stub.problems and any("wgmma" in w for w in stub.warnings), (stub.problems, stub.warnings)
 
 
+def test_the_wgmma_cp_async_fixture_compiles_with_wgmma_and_without_the_tma(tmp_path):
+    """tests/variants.py's middle rung (graded on the GPU by tests/test_gpu.py): it compiles as
+    grading compiles (sm_90a), keeps the reference's wgmma (so its speed is scored), loads with
+    cp.async instead of cp.async.bulk.tensor, and fences the copies into the async proxy."""
+    from grader.spec import load_spec
+    from grader.static import nvrtc_unavailable, static_report
+    from tests.variants import build
+    folder = build("ex13_gemm_hopper_wgmma_cp_async", tmp_path / "f")
+    _log, _cubin, ptx = nvrtc_compile(folder / "kernel.cu", ARCH)
+    assert "wgmma.mma_async" in ptx and "cp.async.cg.shared.global" in ptx
+    assert "cp.async.bulk.tensor" not in ptx and "fence.proxy.async" in ptx
+    why = nvrtc_unavailable()
+    if why:
+        pytest.skip(f"NVRTC cannot be loaded here: {why}")
+    rep = static_report(load_spec(EXERCISE / "spec.toml"), folder, ARCH)
+    assert rep.compiled and not rep.problems and not rep.warnings, (rep.problems, rep.warnings)
+
+
 def test_reference_is_a_times_b_transposed():
     spec = importlib.util.spec_from_file_location("ex13_reference", EXERCISE / "reference.py")
     ref = importlib.util.module_from_spec(spec)

@@ -188,6 +188,23 @@ def test_ex12_reference_on_ex13_is_correct_and_scores_no_performance_points(tmp_
     assert r.score.performance == 0 and "required_ptx" in r.score.note
 
 
+def test_wgmma_without_tma_is_correct_and_sits_between_the_rungs(tmp_path) -> None:
+    """The middle rung of ex13's ladder (tests/variants.py, ex13_gemm_hopper_wgmma_cp_async): the
+    reference's wgmma consumers fed by cp.async copies instead of the TMA. Correct; wgmma is in its
+    PTX, so its speed is scored: some performance points (ex12's mma.sync gets none, above) and
+    fewer than the reference's full marks. Its ratios go to the log for the README."""
+    from tests.variants import build
+    name = "ex13_gemm_hopper"
+    folder = build("ex13_gemm_hopper_wgmma_cp_async", tmp_path / "wgmma_cp_async")
+    r = grade_folder(_without_8192_cubed(name), folder, reference=ROOT / "solutions" / name)
+    ratios = {b.name: round(b.ratio, 3) for b in r.benchmarks}
+    print(f"LADDER ex13_gemm_hopper_wgmma_cp_async: performance {r.score.performance:.1f}/"
+          f"{r.score.performance_max:g}, ratios {ratios}")
+    assert r.correct, r.smallest_failure
+    assert "required_ptx" not in r.score.note, r.score.note
+    assert 0 < r.score.performance < r.score.performance_max, ratios
+
+
 def test_a_wmma_submission_is_own_and_correct_in_grading() -> None:
     """<mma.h> compiles in grading, its code (inlined from CUDA's crt/ headers, possibly from the
     folder grader.static.crt_include_folder adds) counts as the submission's own in the worker as

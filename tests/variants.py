@@ -17,12 +17,14 @@ ROOT = Path(__file__).resolve().parents[1]
 @dataclass(frozen=True)
 class Variant:
     """``solutions/<exercise>/`` with ``old`` replaced by ``new`` in ``file``; ``why``: what the
-    change does and what the grader must make of it."""
+    change does and what the grader must make of it; ``more``: further (file, old, new) changes of
+    the same variant, applied in order (a change that spans several places)."""
     exercise: str
     file: str
     old: str
     new: str
     why: str
+    more: tuple[tuple[str, str, str], ...] = ()
 
 
 # ex15's consumer k-loop, as the reference has it (per k-block: a fresh accumulator set, then the
@@ -129,6 +131,95 @@ _EX15_NOT_PROMOTED = """\
             }
 """
 
+
+# ex13's producer warpgroup as the reference has it (one thread issues the TMA loads) and as the
+# WGMMA-without-TMA rung writes it: the 128 producer threads copy each stage with 16-byte cp.async
+# into the same 128-byte-swizzled layout the TMA writes (chunk j of row r at chunk j ^ (r % 8)),
+# zero-filling rows past M or N and columns past Kp as the TMA does; each thread, once its copies
+# of a stage have landed (cp.async.wait_group, H_LAG stages behind), fences them into the async
+# proxy that wgmma reads through and arrives on the stage's full barrier (count 128).
+_EX13_TMA_PRODUCER = """\
+        if (threadIdx.x == 0) {
+            tma_prefetch(tma_a);
+            tma_prefetch(tma_b);
+            int s = 0;
+            unsigned phase = 0;
+            for (int t = blockIdx.x; t < num_tiles; t += gridDim.x) {
+                int tm, tn;
+                tile_coords(t, tiles_m, tiles_n, group_m, tm, tn);
+                for (int kt = 0; kt < k_tiles; ++kt) {
+                    mbar_wait(bars + 8 * (H_STAGES + s), phase ^ 1);    // stage s free
+                    const unsigned full = bars + 8 * s;
+                    mbar_arrive_expect_tx(full, H_STAGE_BYTES);
+                    tma_load_2d(sa + s * H_A_BYTES, tma_a, full, kt * H_BK, tm * H_BM);
+                    tma_load_2d(sb + s * H_B_BYTES, tma_b, full, kt * H_BK, tn * H_BN);
+                    if (++s == H_STAGES) {
+                        s = 0;
+                        phase ^= 1;
+                    }
+                }
+            }
+        }
+"""
+_EX13_CP_ASYNC_PRODUCER = """\
+        {   // FIXTURE wgmma_cp_async: all 128 producer threads copy with cp.async (no TMA)
+            const int ptid = threadIdx.x;                           // 0 .. 127
+            int s = 0, issued = 0, arrived = 0;                     // k-tiles issued / made visible
+            unsigned phase = 0;
+            for (int t = blockIdx.x; t < num_tiles; t += gridDim.x) {
+                int tm, tn;
+                tile_coords(t, tiles_m, tiles_n, group_m, tm, tn);
+                for (int kt = 0; kt < k_tiles; ++kt) {
+                    mbar_wait(bars + 8 * (H_STAGES + s), phase ^ 1);    // stage s free
+                    for (int c = ptid; c < (H_BM + H_BN) * 8; c += 128) {   // 16-byte chunks of A then B
+                        const bool is_a = c < H_BM * 8;
+                        const int cc = is_a ? c : c - H_BM * 8;
+                        const int r = cc >> 3, j = cc & 7;
+                        const int grow = (is_a ? tm * H_BM : tn * H_BN) + r;
+                        const int gcol = kt * H_BK + j * 8;
+                        const bool ok = grow < (is_a ? M : N) && gcol < lda;
+                        const T* src = (is_a ? A : B) + (ok ? static_cast<size_t>(grow) * lda + gcol : 0);
+                        const unsigned dst = (is_a ? sa + s * H_A_BYTES : sb + s * H_B_BYTES) + r * 128 + ((j ^ (r & 7)) << 4);
+                        cp_async16_zfill(dst, src, ok);
+                    }
+                    cp_async_commit_group();
+                    ++issued;
+                    if (issued - arrived > H_LAG) {                 // the stage H_LAG k-tiles back has landed
+                        cp_async_wait_group<H_LAG>();
+                        fence_proxy_async_shared();
+                        mbar_arrive(bars + 8 * (arrived % H_STAGES));
+                        ++arrived;
+                    }
+                    if (++s == H_STAGES) {
+                        s = 0;
+                        phase ^= 1;
+                    }
+                }
+            }
+            cp_async_wait_group<0>();
+            fence_proxy_async_shared();
+            for (; arrived < issued; ++arrived)
+                mbar_arrive(bars + 8 * (arrived % H_STAGES));
+        }
+"""
+_EX13_CP_ASYNC_HELPERS = """\
+// ---- FIXTURE wgmma_cp_async: cp.async instead of the TMA ----------------------------------------
+#define H_LAG 2                 // k-tiles a producer thread keeps in flight before arriving
+__device__ __forceinline__ void cp_async16_zfill(unsigned dst, const void* src, bool ok)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\\n" :: "r"(dst), "l"(src), "r"(ok ? 16 : 0) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit_group() { asm volatile("cp.async.commit_group;\\n" ::: "memory"); }
+template <int N> __device__ __forceinline__ void cp_async_wait_group()
+{
+    asm volatile("cp.async.wait_group %0;\\n" :: "n"(N) : "memory");
+}
+// generic-proxy writes (cp.async, st.shared) before async-proxy reads (wgmma) of shared memory
+__device__ __forceinline__ void fence_proxy_async_shared() { asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory"); }
+
+// ---- TMA ------------------------------------------------------------------------------------
+"""
+
 VARIANTS = {
     "ex16_paged_decode_attention_no_split": Variant(
         "ex16_paged_decode_attention", "solution.py",
@@ -146,6 +237,28 @@ VARIANTS = {
         "one accumulator across all k-blocks and the scales once at the end (the first k-block's): "
         "wrong on every case whose scales differ between k-blocks (every case with K >= 256): fails "
         "correctness"),
+    "ex13_gemm_hopper_wgmma_cp_async": Variant(
+        "ex13_gemm_hopper", "kernel.cu", _EX13_TMA_PRODUCER, _EX13_CP_ASYNC_PRODUCER,
+        "the ladder's middle rung: the reference's wgmma consumers fed by cp.async copies instead of "
+        "the TMA (the same swizzled tiles): correct; no cp.async.bulk.tensor in its PTX, so no "
+        "performance points in ex13; its ratios, between ex12's mma.sync and the reference, go to "
+        "the log",
+        more=(("kernel.cu", "// ---- TMA ------------------------------------------------------------------------------------\n",
+               _EX13_CP_ASYNC_HELPERS),
+              ("kernel.cu", "mbar_init(bars + 8 * s, 1);                          // full: the producer's arrive",
+               "mbar_init(bars + 8 * s, 128);                        // full: FIXTURE: the 128 producer threads"),
+              ("kernel.cu", "mbar_wait(bars + 8 * s, phase);                  // stage s loaded",
+               "mbar_wait(bars + 8 * s, phase);                  // stage s loaded\n"
+               "                fence_proxy_async_shared();                       // FIXTURE: cp.async wrote it"),
+              ("kernel.cu", "gemm_hopper_body(const TmaDesc* tma_a, const TmaDesc* tma_b, T* __restrict__ C,",
+               "gemm_hopper_body(const T* __restrict__ A, const T* __restrict__ B, int lda, T* __restrict__ C,"),
+              ("kernel.cu", "gemm_hopper_body<T>(&tma_a, &tma_b, C,", "gemm_hopper_body<T>(A, B, lda, C,"),
+              ("kernel.cu", "gemm_hopper_f16(const __grid_constant__ TmaDesc tma_a, const __grid_constant__ TmaDesc tma_b, __half* C,",
+               "gemm_hopper_f16(const __half* A, const __half* B, int lda, __half* C,"),
+              ("kernel.cu", "gemm_hopper_bf16(const __grid_constant__ TmaDesc tma_a, const __grid_constant__ TmaDesc tma_b, __nv_bfloat16* C,",
+               "gemm_hopper_bf16(const __nv_bfloat16* A, const __nv_bfloat16* B, int lda, __nv_bfloat16* C,"),
+              ("solution.py", "    map_a = _tensor_map(a, kind, _BM, _BK)\n    map_b = _tensor_map(b, kind, _BN, _BK)\n", ""),
+              ("solution.py", "(map_a, map_b, c, np.int32(M),", "(a, b, np.int32(kp), c, np.int32(M),"))),
 }
 
 
@@ -153,13 +266,14 @@ def build(name: str, dest: Path) -> Path:
     """Write variant ``name`` into the folder ``dest`` (created; must not exist) and return it.
 
     Raises:
-        KeyError: no such variant. AssertionError: its ``old`` text does not occur exactly once in
+        KeyError: no such variant. AssertionError: an ``old`` text does not occur exactly once in
         the reference's file (the reference changed: update the variant).
     """
     v = VARIANTS[name]
     shutil.copytree(ROOT / "solutions" / v.exercise, dest, ignore=shutil.ignore_patterns("__pycache__"))
-    path = dest / v.file
-    text = path.read_text()
-    assert text.count(v.old) == 1, f"{name}: {v.old!r} occurs {text.count(v.old)} times in solutions/{v.exercise}/{v.file}"
-    path.write_text(text.replace(v.old, v.new))
+    for file, old, new in ((v.file, v.old, v.new), *v.more):
+        path = dest / file
+        text = path.read_text()
+        assert text.count(old) == 1, f"{name}: {old!r} occurs {text.count(old)} times in solutions/{v.exercise}/{file}"
+        path.write_text(text.replace(old, new))
     return dest
