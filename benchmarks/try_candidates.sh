@@ -38,7 +38,7 @@ for name in $NAMES; do
         ex14) run ex14_grade 300 python3 -m grader.cli ex14 --submission "$C/ex14_flash_attention" --no-timing
               run ex14_sdpa 300 python3 benchmarks/ex14_vs_sdpa.py --solution "$C/ex14_flash_attention" --variants ;;
         ex16) run ex16 400 python3 benchmarks/verify_ex16.py --solution "$C/ex16_paged_decode_attention" --variants \
-                  --bench --shapes 0 1 2 3 4 5 7 ;;
+                  --bench --shapes 0 1 2 3 4 5 6 7 8 10 ;;
         *) echo "unknown candidate $name (ex03_ex05 ex12 ex14 ex16)"; status+=("$name unknown") ;;
     esac
 done

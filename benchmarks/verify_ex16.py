@@ -62,6 +62,7 @@ SHAPES = [
     (1, 8, 1, 8192, 8192, "full", "hot", "f16"),       # 131072 tokens, every score about +90
     (1, 16, 2, 8192, 8192, "full", "cold", "bf16"),    # 131072 tokens, every score about -90
     (64, 64, 8, 16384, 8192, "uneven", "normal", "f16"),   # 64 uneven up to 2^17, blocks shared
+    (1, 32, 8, 8192, 8192, "full", "normal", "f16"),   # the batch-1 benchmark's plan (its splits, its combine)
 ]
 
 
