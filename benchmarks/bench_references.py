@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import importlib.util
 import math
 import platform
 import sys
@@ -59,6 +58,8 @@ if str(ROOT) not in sys.path:
 
 import cupy as cp  # noqa: E402
 import numpy as np  # noqa: E402
+
+from benchmarks.candidates import load_solution_module  # noqa: E402
 
 FLUSH_BYTES = 256 * 2**20
 WARMUP_S = 0.025
@@ -142,11 +143,7 @@ class Bencher:
 
 # ----------------------------------------------------------------------------- helpers
 def load_solution(ex: str):
-    path = ROOT / "solutions" / ex / "solution.py"
-    spec = importlib.util.spec_from_file_location(f"reference_{ex}", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_solution_module(ROOT / "solutions" / ex / "solution.py", f"reference_{ex}")
 
 
 def naive_softmax(x, y):
@@ -438,12 +435,7 @@ TRANSPOSE_EDGE_SHAPES = [(2, 2), (7, 9), (129, 65), (300, 1000), (1, 50), (50, 1
 def load_candidate(ex: str):
     """benchmarks/candidates/<ex>/solution.py as a module, or None when there is none."""
     path = ROOT / "benchmarks" / "candidates" / ex / "solution.py"
-    if not path.is_file():
-        return None
-    spec = importlib.util.spec_from_file_location(f"candidate_{ex}", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_solution_module(path, f"candidate_{ex}") if path.is_file() else None
 
 
 def tune_candidate(ctx, label, shape, cand, fn, nbytes, check):

@@ -17,7 +17,6 @@ a candidate (`grade ex14 --submission FOLDER`).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import statistics
 import sys
 from pathlib import Path
@@ -52,9 +51,8 @@ def main() -> int:
     args = ap.parse_args()
     from grader.spec import load_spec
     spec = load_spec(EXERCISE / "spec.toml")
-    mod = importlib.util.spec_from_file_location("ex14_solution", args.solution / "solution.py")
-    ref = importlib.util.module_from_spec(mod)
-    mod.loader.exec_module(ref)
+    from benchmarks.candidates import load_solution_module
+    ref = load_solution_module(args.solution / "solution.py", "ex14_solution")
     variants = getattr(ref, "VARIANTS", None) if args.variants else [{}]
     if not variants:
         sys.exit(f"--variants: {args.solution}/solution.py has no VARIANTS")

@@ -9,14 +9,11 @@ Knobs: _KERNEL = (TR, TC, ALIGN, MINB), a transpose_aligned_r{TR}_c{TC}_a{ALIGN}
 kernel.cu; _GROUP as in the reference (tile columns per group; 1 = down one tile column after the
 other). VARIANTS: the knob settings bench_references.py times.
 """
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 
+from benchmarks.candidates import reference
 from grader.kernel import load
 
-_REFERENCE = Path(__file__).resolve().parents[3] / "solutions" / "ex03_transpose" / "solution.py"
 _KERNEL = (128, 64, 8, 4)
 _GROUP = 1
 VARIANTS = [{"_KERNEL": k, "_GROUP": 1} for k in
@@ -26,16 +23,7 @@ _MAX_BLOCKS = 2**31 - 1
 
 _module = load("kernel.cu")
 _kernels = {}
-_reference = None
-
-
-def _reference_solve():
-    global _reference
-    if _reference is None:
-        spec = importlib.util.spec_from_file_location("ex03_reference_for_candidate", _REFERENCE)
-        _reference = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(_reference)
-    return _reference.solve
+_ref = reference("ex03_transpose")
 
 
 def _cdiv(a, b):
@@ -46,7 +34,7 @@ def solve(x, y):
     rows, cols = x.shape
     tr, tc, align, minb = _KERNEL
     if rows <= 1 or cols <= 1 or rows % align == 0:     # a copy, or every shift 0: the reference
-        return _reference_solve()(x, y)
+        return _ref.solve(x, y)
     name = f"transpose_aligned_r{tr}_c{tc}_a{align}_b{minb}"
     kernel = _kernels.get(name)
     if kernel is None:

@@ -11,24 +11,21 @@ ex12_cand_f16[...]).
 
 Knobs: _CONFIG (BK, STAGES, PIPE), one of CONFIGS; _GROUP_M as in the reference.
 """
-import importlib.util
 import tempfile
 from pathlib import Path
 
+from benchmarks.candidates import reference
 from grader.kernel import load
 
-_REF = Path(__file__).resolve().parents[3] / "solutions" / "ex12_gemm_tensorcore"
 CONFIGS = ((32, 4, True), (64, 3, True), (64, 4, True), (32, 5, True), (32, 6, True))
 EXTRA = "".join(
     f"\nextern \"C\" __global__ void __launch_bounds__(T_THREADS, 1) gemm_tc_{k}_k{bk}_s{st}{'p' if p else ''}"
     f"(T_ARGS({t}))\n{{ gemm_tc_body<{t}, {bk}, {st}, {'true' if p else 'false'}>(T_PASS); }}\n"
     for bk, st, p in CONFIGS[1:] for k, t in (("f16", "__half"), ("bf16", "__nv_bfloat16")))
 
-_spec = importlib.util.spec_from_file_location("ex12_reference_for_candidate", _REF / "solution.py")
-ref = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(ref)
+ref = reference("ex12_gemm_tensorcore")
 _src = Path(tempfile.mkdtemp(prefix="ex12-candidate-")) / "kernel.cu"
-_src.write_text((_REF / "kernel.cu").read_text() + EXTRA)
+_src.write_text(Path(ref.__file__).with_name("kernel.cu").read_text() + EXTRA)
 ref._module = load(_src)
 ref._pad_rows = ref._module.get_function("pad_rows_u16")
 

@@ -14,24 +14,19 @@ several sequences keep the reference's plan, whose many short splits balance une
 "reference" (paged_decode_combine, a thread per output walking every split) or "parallel"
 (kernel.cu: the splits spread over 8 warps). VARIANTS: the settings verify_ex16.py --variants runs.
 """
-import importlib.util
-from pathlib import Path
-
 import cupy as cp
 import numpy as np
 
+from benchmarks.candidates import reference
 from grader.kernel import load
 
-_REFERENCE = Path(__file__).resolve().parents[3] / "solutions" / "ex16_paged_decode_attention" / "solution.py"
 _PLAN = "p32"
 _COMBINE = "reference"
 VARIANTS = [{"_PLAN": p, "_COMBINE": c} for p in ("p32", "p64", "p128", "one_wave") for c in ("reference", "parallel")]
 _RESIDENT_PER_SM = 2        # paged_decode: __launch_bounds__(128, 2) and 104 KB of shared memory per CTA
 _COMBINE_THREADS = 256      # = CB_WARPS * 32 in kernel.cu
 
-_spec = importlib.util.spec_from_file_location("ex16_reference_for_candidate", _REFERENCE)
-ref = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(ref)
+ref = reference("ex16_paged_decode_attention")
 _combine_par = {}           # device -> paged_decode_combine_par
 _device_state, _SMEM = ref._device_state, ref._SMEM       # what verify_ex16.resources() reports
 
