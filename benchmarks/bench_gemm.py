@@ -80,8 +80,6 @@ VARIANTS = {
     "ex12_nomma_bf16": ("ex12", "tests/fixtures/gpu/ex12_gemm_tensorcore_nomma", "bf16", False, True),
     "ex12_fp16acc_f16": ("ex12", "tests/fixtures/gpu/ex12_gemm_tensorcore_fp16acc", "f16", False, False),
     "ex12_fp16acc_bf16": ("ex12", "tests/fixtures/gpu/ex12_gemm_tensorcore_fp16acc", "bf16", False, True),
-    # benchmarks/candidates/: checked and timed only under --tune (TUNE below)
-    "ex12_cand_f16": ("ex12", "benchmarks/candidates/ex12_gemm_tensorcore", "f16", False, True),
 }
 # Timed rows, in table order: (row name, variant or library call, baseline row, bar or None, bar shapes)
 ROWS = [
@@ -106,8 +104,6 @@ TUNE = [
     ("ex11_ref[GROUP_M=16]", "ex11_ref", {"_GROUP_M": 16}),
     ("ex12_ref_f16[k64,s3,no pipe]", "ex12_ref_f16", {"_CONFIG": (64, 3, False)}),
     ("ex12_ref_f16[GROUP_M=8]", "ex12_ref_f16", {"_GROUP_M": 8}),
-    *((f"ex12_cand_f16[k{bk},s{st},pipe]", "ex12_cand_f16", {"_CONFIG": (bk, st, True)})
-      for bk, st in ((64, 3), (64, 4), (32, 5), (32, 6))),
 ]
 
 _modules: dict[str, object] = {}
@@ -296,8 +292,8 @@ def main():
     ok = True
     if not args.no_check:
         t0 = time.perf_counter()
-        for v, (ex, rel, *_rest) in VARIANTS.items():
-            if ex in only and (args.tune or not rel.startswith("benchmarks/candidates/")):
+        for v, (ex, *_rest) in VARIANTS.items():
+            if ex in only:
                 ok &= check(v, only)
         if args.tune:
             for label, v, knobs in TUNE:

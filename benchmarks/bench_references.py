@@ -38,8 +38,8 @@ also timed, because at 128 MiB a plain copy itself only reaches ~85 % of that: t
 column gives both ratios.
 
 --tune times the variants of the knobs that solutions/ex02, ex03, ex05, ex06 and ex08 expose as
-module constants (informational rows, the default variant is marked), and the candidates in
-benchmarks/candidates/ (each of their VARIANTS checked on edge shapes first).
+module constants (informational rows, the default variant is marked; ex03's and ex05's variants are
+checked on edge shapes first).
 --small runs every section at tiny sizes: a smoke test of this script, not a measurement.
 """
 from __future__ import annotations
@@ -59,7 +59,7 @@ if str(ROOT) not in sys.path:
 import cupy as cp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from benchmarks.candidates import load_solution_module  # noqa: E402
+from benchmarks.solution_module import load_solution_module  # noqa: E402
 
 FLUSH_BYTES = 256 * 2**20
 WARMUP_S = 0.025
@@ -226,7 +226,7 @@ class Context:
         self.failures.append(text)
         print(f"  CHECK FAILED: {text}")
 
-    def tune_variants(self, label, shape, mod, variants, fn, nbytes, reset=None, check=None, row="tune"):
+    def tune_variants(self, label, shape, mod, variants, fn, nbytes, reset=None, check=None):
         """Time fn() under each variant (a dict of module constants); restore the defaults. With
         check, check(mod) first lists the cases the variant gets wrong (a failure when any)."""
         if not self.tune:
@@ -237,12 +237,12 @@ class Context:
                 setattr(mod, k, val)
             if reset:
                 reset()
-            is_default = check is None and all(defaults[k] == val for k, val in v.items())
+            is_default = all(defaults[k] == val for k, val in v.items())
             desc = ", ".join(f"{k}={val}" for k, val in v.items()) + (" (default)" if is_default else "")
             bad = check(mod) if check else []
             if bad:
-                self.fail(f"{label} {row} {desc}: wrong at {', '.join(bad)}")
-            r = self.timed(f"{label} {row}", shape, fn, nbytes, ok=not bad, note=desc)
+                self.fail(f"{label} tune {desc}: wrong at {', '.join(bad)}")
+            r = self.timed(f"{label} tune", shape, fn, nbytes, ok=not bad, note=desc)
             r.anchor = f"{r.gbs / self.copy_gbs:.3f}x copy; {desc}"
             self.report(r)
         for k, val in defaults.items():
@@ -332,7 +332,6 @@ def section_ex02(ctx: Context):
 def section_ex03(ctx: Context):
     print("\nex03_transpose")
     sol = load_solution("ex03_transpose")
-    cand = load_candidate("ex03_transpose") if ctx.tune else None
     for shape in ctx.shapes["ex03"]:
         rows, cols = shape
         x = ctx.rng.standard_normal(shape, dtype=cp.float32)
@@ -350,16 +349,15 @@ def section_ex03(ctx: Context):
         ref.bar = (cr >= 0.88 and speedup >= 3.0, ">= 0.88x copy, >= 3x ascontiguousarray")
         ctx.report(ref)
         ctx.tune_variants("ex03", shape, sol,
-                          [{"_TILE": t, "_GROUP": g} for t in ((128, 64), (64, 64), (128, 32)) for g in (1, 2, 0)],
-                          lambda: sol.solve(x, y), nbytes)
-        tune_candidate(ctx, "ex03", shape, cand, lambda: cand.solve(x, y), nbytes,
-                       _transpose_candidate_check(ctx, x, y))
+                          [{"_TILE": t, "_GROUP": g} for t in ((128, 64), (64, 64), (128, 32)) for g in (1, 2, 0)]
+                          + [{"_ALIGN": a} for a in (0, 32)],
+                          lambda: sol.solve(x, y), nbytes, check=_transpose_check(ctx, x, y))
         del x, y
         free_memory()
 
 
-def _transpose_candidate_check(ctx, x, y):
-    """The shapes a candidate transpose gets wrong: the edge shapes and x itself (y poisoned first)."""
+def _transpose_check(ctx, x, y):
+    """The shapes a transpose variant gets wrong: the edge shapes and x itself (y poisoned first)."""
     def check(cand):
         bad = []
         for rows, cols in TRANSPOSE_EDGE_SHAPES + [x.shape]:
@@ -432,21 +430,8 @@ SCAN_EDGE_SIZES = [1, 5, 4095, 4096, 4097, 70001, 2**20 + 3, 3 * 2**20 - 1]
 TRANSPOSE_EDGE_SHAPES = [(2, 2), (7, 9), (129, 65), (300, 1000), (1, 50), (50, 1), (8191, 33), (1000, 8193)]
 
 
-def load_candidate(ex: str):
-    """benchmarks/candidates/<ex>/solution.py as a module, or None when there is none."""
-    path = ROOT / "benchmarks" / "candidates" / ex / "solution.py"
-    return load_solution_module(path, f"candidate_{ex}") if path.is_file() else None
-
-
-def tune_candidate(ctx, label, shape, cand, fn, nbytes, check):
-    """--tune: each of cand.VARIANTS (the candidate's module constants) checked by check(cand) (the
-    cases it gets wrong), then fn() timed; rows "<label> candidate"."""
-    if cand is not None:
-        ctx.tune_variants(label, shape, cand, cand.VARIANTS, fn, nbytes, check=check, row="candidate")
-
-
-def _scan_candidate_check(ctx, x, y, tname):
-    """The cases a candidate scan gets wrong: the edge sizes, a misaligned view, and x itself."""
+def _scan_variant_check(ctx, x, y, tname):
+    """The cases a scan variant gets wrong: the edge sizes, a misaligned view, and x itself."""
     def check(cand):
         bad = []
         for m in SCAN_EDGE_SIZES:
@@ -465,7 +450,6 @@ def _scan_candidate_check(ctx, x, y, tname):
 def section_ex05(ctx: Context):
     print("\nex05_scan")
     sol = load_solution("ex05_scan")
-    cand = load_candidate("ex05_scan") if ctx.tune else None
     for n, tname in ctx.shapes["ex05"]:
         dtype = cp.int32 if tname == "int32" else cp.float32
         x, y = _scan_inputs(ctx, n, tname)
@@ -481,10 +465,10 @@ def section_ex05(ctx: Context):
         if tname == "int32":
             ref.bar = (cr >= 0.85 and ref.ms <= anchor.ms, ">= 0.85x copy, >= cupy.cumsum")
         ctx.report(ref)
-        ctx.tune_variants("ex05", shape, sol, [{"_CONFIG": c} for c in ((128, 8), (256, 4), (256, 8))],
-                          lambda: sol.solve(x, y), 8 * n)
-        tune_candidate(ctx, "ex05", shape, cand, lambda: cand.solve(x, y), 8 * n,
-                       _scan_candidate_check(ctx, x, y, tname))
+        ctx.tune_variants("ex05", shape, sol,
+                          [{"_WS_CONFIG": c} for c in ((8, 8, 2, 1), (8, 8, 2, 2), (16, 4, 2, 2), (8, 8, 3, 2))]
+                          + [{"_WS_CONFIG": None, "_CONFIG": c} for c in ((128, 8), (256, 4), (256, 8))],
+                          lambda: sol.solve(x, y), 8 * n, check=_scan_variant_check(ctx, x, y, tname))
         del x, y
         free_memory()
 

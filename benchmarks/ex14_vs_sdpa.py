@@ -1,7 +1,7 @@
 """ex14's reference FlashAttention-2 kernel against PyTorch's scaled_dot_product_attention, side by side.
 
     python3 benchmarks/ex14_vs_sdpa.py [--reps 20]
-    python3 benchmarks/ex14_vs_sdpa.py --solution benchmarks/candidates/ex14_flash_attention --variants
+    python3 benchmarks/ex14_vs_sdpa.py --variants      # each of the reference's VARIANTS in turn
 
 For each of ex14's benchmark shapes, read from its spec.toml (dims, dtype, causal, FLOPs: the visible
 scores, 4 D each): the median of ``--reps`` CUDA-event timings (ms, one call each, after 3 warm-up
@@ -51,7 +51,7 @@ def main() -> int:
     args = ap.parse_args()
     from grader.spec import load_spec
     spec = load_spec(EXERCISE / "spec.toml")
-    from benchmarks.candidates import load_solution_module
+    from benchmarks.solution_module import load_solution_module
     ref = load_solution_module(args.solution / "solution.py", "ex14_solution")
     variants = getattr(ref, "VARIANTS", None) if args.variants else [{}]
     if not variants:

@@ -6,8 +6,7 @@ own check is `grade ex16 --submission solutions/ex16_paged_decode_attention`).
     timeout 600 python3 benchmarks/verify_ex16.py --bench         # ... then timings (copy, torch SDPA)
     timeout 600 python3 benchmarks/verify_ex16.py --fixtures      # the wrong fixtures must fail
     timeout 600 compute-sanitizer --tool memcheck python3 benchmarks/verify_ex16.py --no-pool --shapes 0 1 2 3 4
-    timeout 600 python3 benchmarks/verify_ex16.py --solution benchmarks/candidates/ex16_paged_decode_attention \
-        --variants --bench                                        # each of a candidate's VARIANTS in turn
+    timeout 600 python3 benchmarks/verify_ex16.py --solution FOLDER --variants --bench   # each of its VARIANTS
 
 Inputs are drawn as spec.toml's distributions and then passed through reference.prepare (the
 spec's [prepare] hook, as the grader does): distinct physical blocks in random order, table entries

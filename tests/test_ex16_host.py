@@ -63,8 +63,8 @@ def test_resources_within_budget(nvrtc_build):
     assert set(MAIN) | {"paged_decode_combine"} <= set(kernels), list(kernels)
     for k in kernels.values():
         assert k.spill_store_bytes == 0 and k.spill_load_bytes == 0 and k.stack_bytes == 0, k
-        assert k.shared_bytes == 0, k                     # the main kernels' shared memory is dynamic
-    for name in MAIN:   # two CTAs of 128 threads per SM (what the shared memory allows) fit the 64K registers
+    for name in MAIN:
+        assert kernels[name].shared_bytes == 0            # the main kernels' shared memory is dynamic   # two CTAs of 128 threads per SM (what the shared memory allows) fit the 64K registers
         assert 128 <= kernels[name].registers <= 65536 // (THREADS * CTAS_PER_SM), kernels[name]
     assert kernels["paged_decode_combine"].registers <= 64
     assert not [ln for ln in log.splitlines() if "warning" in ln.lower()], log
@@ -98,7 +98,8 @@ def test_shared_memory_and_constants_agree(sol):
     assert CTAS_PER_SM * sol._SMEM <= 228 * 1024 - CTAS_PER_SM * 1024 and sol._SMEM <= SMEM_LIMIT
     # the warps' merge reuses the pipeline's space: O (4 x 16 x D floats), m and l (4 x 16 each)
     assert 4 * 16 * sol._D * 4 + 2 * 4 * 16 * 4 <= sol._SMEM
-    assert THREADS == sol._D                               # one thread per dimension in the merge and combine
+    assert THREADS == sol._D                               # one thread per dimension in the warps' merge
+    assert sol._COMBINE_THREADS == 32 * int(d["PD_COMBINE_WARPS"])
     assert (sol._ROW * 2) % 16 == 0 and (sol._ROW * 2 // 4) % 32 == 4   # 16-byte rows; ldmatrix rows 4 banks apart
 
 
@@ -361,10 +362,13 @@ def test_split_plan_covers_every_block_once(sol, B, HKV, MB, sms):
 
 def test_split_plan_targets():
     """The two benchmark shapes of the issue: batch 64 at 8192 tokens splits into 16 per sequence,
-    batch 1 at 131072 into 256 (2048 CTAs for 8 KV heads: 15 per SM of an H200)."""
+    batch 1 at 131072 into one wave: 33 splits of 249 blocks for 8 KV heads, 264 CTAs, 2 per SM
+    of an H200 (32-block splits would make 2048 CTAs, 15 per SM: eight waves)."""
     sol = _load("ex16_solution_t", SOLUTION / "solution.py")
     assert sol._plan(64, 8, 512, 132) == {"P": 32, "S": 16, "grid": (16, 8, 64)}
-    assert sol._plan(1, 8, 8192, 132) == {"P": 32, "S": 256, "grid": (256, 8, 1)}
+    assert sol._plan(1, 8, 8192, 132) == {"P": 249, "S": 33, "grid": (33, 8, 1)}
+    assert sol._plan(1, 8, 8192, 7) == {"P": 8192, "S": 1, "grid": (1, 8, 1)}     # 14 resident CTAs: one split
+    assert sol._plan(1, 1, 512, 132) == {"P": 32, "S": 16, "grid": (16, 1, 1)}    # fits in one wave as it is
     # the uneven benchmark: the 64-CTAs-per-SM cap makes the splits longer (125 blocks, 2000 tokens)
     assert sol._plan(16, 8, 8192, 132) == {"P": 125, "S": 66, "grid": (66, 8, 16)}
 

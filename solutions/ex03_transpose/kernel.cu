@@ -33,6 +33,17 @@
 //     (benchmarks/RESULTS.md, sixteenth session): 8191 x 12289 went from 0.61x to 0.85x of the
 //     copy bandwidth (64 x 64 tiles in row-major order, the
 //     previous default, to 128 x 64 in column order), 16384 x 16384 from 0.93x to 0.97x.
+//   * Sector-aligned writes (transpose_r{TR}_c{TC}_a{ALIGN}, used when rows % 8 != 0): with such
+//     rows the y rows start at every offset inside a 32-byte sector, so each piece a tile writes
+//     begins and ends in a partial sector whose two halves two tiles write at different times.
+//     Here tile (r0, c0) writes, for y row c, the TR floats from r0 - s(c), s(c) = (c * rows +
+//     r0) mod ALIGN, i.e. from an ALIGN-float boundary of y. The tiles of one tile column share
+//     the shift (r0 steps by TR, a multiple of ALIGN), so they still cover each y row exactly
+//     once: ceil((rows + ALIGN - 1) / TR) tile rows, pieces cut at 0 and at rows. A tile loads
+//     ALIGN more x rows (from r0 - ALIGN; 6 % more loads for ALIGN = 8, mostly L2 hits: the
+//     tile above ran just before). 8191 x 12289 went from 0.82x to 0.90x of the copy bandwidth
+//     (benchmarks/RESULTS.md, twenty-second session; ALIGN = 32, whole 128-byte lines, the same).
+//     With rows % ALIGN == 0 every shift is 0, and the plain tiles run.
 //   * rows == 1 or cols == 1: x and y have the same memory layout, so the transpose is a plain
 //     copy (transpose_copy: float4 grid-stride copy, both buffers are 256-byte aligned).
 //   * Indices: rows * cols <= 2^28, so element indices fit in 32 bits; row offsets are still
@@ -128,3 +139,79 @@ transpose_copy(const float* __restrict__ x, float* __restrict__ y, long long n, 
     for (long long i = tid; i < n4; i += stride) y4[i] = __ldg(x4 + i);
     for (long long i = (n4 << 2) + tid; i < n; i += stride) y[i] = __ldg(x + i);
 }
+
+template <int TR, int TC, int ALIGN>
+__device__ __forceinline__ void transpose_aligned(const float* __restrict__ x, float* __restrict__ y, int rows,
+                                                  int cols, int tiles_r, int tiles_c, int group)
+{
+    constexpr int WARPS = TR_THREADS / 32;
+    constexpr int LR = TR + ALIGN;       // rows of x loaded per tile: r0 - ALIGN .. r0 + TR - 1
+    constexpr int RPW = LR / WARPS;      // loaded rows per warp
+    constexpr int CPL = TC / 32;         // tile columns per lane when reading
+    constexpr int WPW = TC / WARPS;      // y rows per warp when writing
+    constexpr int WPL = TR / 32;         // y columns per lane when writing
+    static_assert(LR % WARPS == 0 && TC % 32 == 0 && TR % 32 == 0 && WPW >= 1 && (ALIGN & (ALIGN - 1)) == 0,
+                  "tile shape");
+    __shared__ float tile[LR][TC + 1];
+
+    const int lane = threadIdx.x & 31;
+    const int warp = threadIdx.x >> 5;
+    const long long ntiles = (long long)tiles_r * tiles_c;
+    const long long per_group = (long long)group * tiles_r;
+
+    for (long long t = blockIdx.x; t < ntiles; t += gridDim.x) {
+        const int g = (int)(t / per_group);
+        const int t_in = (int)(t - (long long)g * per_group);
+        const int gw = min(group, tiles_c - g * group);
+        const int tr = t_in / gw;
+        const int tc = g * group + (t_in - tr * gw);
+        const int r0 = tr * TR, c0 = tc * TC;
+
+        // tile row i holds x row r0 - ALIGN + i
+        float v[RPW][CPL];
+#pragma unroll
+        for (int k = 0; k < RPW; ++k) {
+            const int r = r0 - ALIGN + warp + WARPS * k;
+            const long long xi = (long long)r * cols + c0 + lane;     // an index: r < 0 forms no pointer
+#pragma unroll
+            for (int j = 0; j < CPL; ++j) {
+                const bool in = r >= 0 && r < rows && c0 + lane + 32 * j < cols;
+                v[k][j] = in ? __ldg(x + xi + 32 * j) : 0.f;
+            }
+        }
+#pragma unroll
+        for (int k = 0; k < RPW; ++k)
+#pragma unroll
+            for (int j = 0; j < CPL; ++j) tile[warp + WARPS * k][lane + 32 * j] = v[k][j];
+        __syncthreads();
+
+#pragma unroll
+        for (int k = 0; k < WPW; ++k) {
+            const int c = c0 + warp + WARPS * k;
+            const long long row_start = (long long)c * rows;
+            const int s = (int)((row_start + r0) & (ALIGN - 1));
+#pragma unroll
+            for (int j = 0; j < WPL; ++j) {
+                const int r = r0 - s + lane + 32 * j;
+                if (c < cols && r >= 0 && r < rows) y[row_start + r] = tile[ALIGN - s + lane + 32 * j][warp + WARPS * k];
+            }
+        }
+        __syncthreads();
+    }
+}
+
+// transpose_r{TR}_c{TC}_a{ALIGN}: TR x TC tiles whose y pieces start on ALIGN-float boundaries;
+// 4 resident blocks per SM asked of the register allocator (60 registers for 128 x 64, ALIGN 8;
+// with 5, as the plain tiles get, it spills). Launch as transpose_r{TR}_c{TC}, with tiles_r =
+// ceil((rows + ALIGN - 1) / TR); rows, cols >= 2.
+#define TA_KERNEL(TR, TC, ALIGN)                                                                         \
+    extern "C" __global__ void __launch_bounds__(TR_THREADS, 4)                                           \
+    transpose_r##TR##_c##TC##_a##ALIGN(const float* __restrict__ x, float* __restrict__ y,               \
+                                                        int rows, int cols, int tiles_r, int tiles_c, int group) \
+    {                                                                                                     \
+        transpose_aligned<TR, TC, ALIGN>(x, y, rows, cols, tiles_r, tiles_c, group);                      \
+    }
+TA_KERNEL(128, 64, 8)
+TA_KERNEL(128, 64, 32)
+TA_KERNEL(64, 64, 8)
+TA_KERNEL(128, 32, 8)

@@ -1,9 +1,10 @@
 """ex03_transpose -- reference solution: y = x.T for float32 (rows, cols) -> (cols, rows).
 
 See kernel.cu for the design. Knobs (module constants, for benchmarks/bench_references.py
---tune): _TILE ((rows, columns) of x per tile, a transpose_r{rows}_c{cols} kernel of kernel.cu)
-and _GROUP (tile columns per group of the tile order; 1 = down one tile column after the other,
-0 = plain row-major order).
+--tune): _TILE ((rows, columns) of x per tile, a transpose_r{rows}_c{cols} kernel of kernel.cu),
+_ALIGN (when rows % _ALIGN != 0, each tile's writes start on an _ALIGN-float boundary of y:
+transpose_r{rows}_c{cols}_a{_ALIGN}; 0 = never) and _GROUP (tile columns per group of the tile
+order; 1 = down one tile column after the other, 0 = plain row-major order).
 """
 import numpy as np
 
@@ -15,6 +16,7 @@ _copy = _module.get_function("transpose_copy")
 
 _THREADS = 256          # = TR_THREADS in kernel.cu
 _TILE = (128, 64)
+_ALIGN = 8              # 32-byte sectors; kernel.cu has 8 for every tile and 32 for 128 x 64
 _GROUP = 1
 _MAX_BLOCKS = 2**31 - 1
 
@@ -35,11 +37,12 @@ def solve(x, y):
         _copy((blocks,), (_THREADS,), (x, y, np.int64(n), np.int32(vec)))
         return
     tr, tc = _TILE
-    name = f"transpose_r{tr}_c{tc}"
+    aligned = _ALIGN and rows % _ALIGN
+    name = f"transpose_r{tr}_c{tc}" + (f"_a{_ALIGN}" if aligned else "")
     kernel = _kernels.get(name)
     if kernel is None:
         kernel = _kernels[name] = _module.get_function(name)
-    tiles_r, tiles_c = _cdiv(rows, tr), _cdiv(cols, tc)
+    tiles_r, tiles_c = _cdiv(rows + _ALIGN - 1 if aligned else rows, tr), _cdiv(cols, tc)
     group = tiles_c if _GROUP <= 0 else min(_GROUP, tiles_c)
     blocks = min(tiles_r * tiles_c, _MAX_BLOCKS)   # one block per tile
     kernel((blocks,), (_THREADS,), (x, y, np.int32(rows), np.int32(cols), np.int32(tiles_r),

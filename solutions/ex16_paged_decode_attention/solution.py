@@ -8,7 +8,11 @@ The host never reads context_lens (a device-to-host copy in solve is refused by 
 would cost a synchronisation): the split plan depends on the shapes only. Every split covers P
 logical blocks (P >= 32, i.e. 512 tokens), the grid is (S, HKV, B) with S = ceil(MB / P), and P
 grows past 32 only when B * HKV * S would exceed _CTAS_PER_SM CTAs per SM (so a table far wider
-than the contexts does not launch a sea of empty CTAs). A CTA whose split starts past its
+than the contexts does not launch a sea of empty CTAs), or, for a batch of one sequence whose
+splits would fill more than one wave of resident CTAs, to give exactly one wave (fewer CTAs start
+and drain, fewer splits to combine: batch 1 at 131072 tokens went from 0.68x to 0.90x of the copy
+bandwidth with the new combine; benchmarks/RESULTS.md, twenty-second session; several sequences
+keep the short splits, which balance uneven contexts). A CTA whose split starts past its
 sequence's last block returns at once. When S > 1, paged_decode_combine merges the splits.
 """
 import math
@@ -23,6 +27,8 @@ _SMEM = 4 * _STAGES * 2 * _BS * _ROW * 2                     # = PD_SMEM_BYTES (
 _P_MIN = 32                    # blocks per split at least: 512 tokens, 256 KB of K and V per KV head
 _CTAS_PER_SM = 64              # the cap on the grid, in CTAs per SM
 _MAX_GROUP = 16                # = PD_MAX_GROUP: query heads per KV head
+_RESIDENT_PER_SM = 2           # paged_decode CTAs per SM: __launch_bounds__(128, 2), 104 KB of shared memory each
+_COMBINE_THREADS = 256         # = PD_COMBINE_WARPS * 32
 _KINDS = {np.dtype(np.float16): "f16", np.dtype(np.uint16): "bf16"}   # uint16 = bfloat16 bits
 _SCALE_LOG2 = 1.4426950408889634 / math.sqrt(_D)
 
@@ -40,6 +46,9 @@ def _plan(B, HKV, MB, num_sms, p_min=_P_MIN, ctas_per_sm=_CTAS_PER_SM):
     covered by exactly one split)."""
     cap = max(1, ctas_per_sm * num_sms)
     p = max(p_min, _cdiv(MB * B * HKV, cap))
+    resident = _RESIDENT_PER_SM * num_sms
+    if B == 1 and HKV * _cdiv(MB, p) > resident and HKV <= resident:     # one wave of splits
+        p = max(p_min, _cdiv(MB, resident // HKV))
     s = _cdiv(MB, p)
     return {"P": p, "S": s, "grid": (s, HKV, B)}
 
@@ -81,4 +90,4 @@ def solve(q, k_cache, v_cache, block_tables, context_lens, o):
                             np.int32(HQ), np.int32(HKV), np.int32(MB), np.int32(P), np.float32(_SCALE_LOG2)),
                            shared_mem=_SMEM)
     if S > 1:
-        combine((HQ, B), (_D,), (context_lens, o, po, pl, np.int32(HQ), np.int32(S), np.int32(P)))
+        combine((HQ, B), (_COMBINE_THREADS,), (context_lens, o, po, pl, np.int32(HQ), np.int32(S), np.int32(P)))
