@@ -43,7 +43,9 @@
 //     ALIGN more x rows (from r0 - ALIGN; 6 % more loads for ALIGN = 8, mostly L2 hits: the
 //     tile above ran just before). 8191 x 12289 went from 0.82x to 0.90x of the copy bandwidth
 //     (benchmarks/RESULTS.md, twenty-second session; ALIGN = 32, whole 128-byte lines, the same).
-//     With rows % ALIGN == 0 every shift is 0, and the plain tiles run.
+//     With rows % ALIGN == 0 every shift is 0, and the plain tiles run. The two are separate
+//     templates on purpose: the plain one written as the aligned one with ALIGN = 0 takes 60
+//     registers instead of 48 for 128 x 64 (nvcc 13, sm_90), i.e. 4 resident blocks instead of 5.
 //   * rows == 1 or cols == 1: x and y have the same memory layout, so the transpose is a plain
 //     copy (transpose_copy: float4 grid-stride copy, both buffers are 256-byte aligned).
 //   * Indices: rows * cols <= 2^28, so element indices fit in 32 bits; row offsets are still
