@@ -64,7 +64,8 @@ def test_resources_within_budget(nvrtc_build):
     for k in kernels.values():
         assert k.spill_store_bytes == 0 and k.spill_load_bytes == 0 and k.stack_bytes == 0, k
     for name in MAIN:
-        assert kernels[name].shared_bytes == 0            # the main kernels' shared memory is dynamic   # two CTAs of 128 threads per SM (what the shared memory allows) fit the 64K registers
+        assert kernels[name].shared_bytes == 0            # the main kernels' shared memory is dynamic
+        # two CTAs of 128 threads per SM (what the shared memory allows) fit the 64K registers
         assert 128 <= kernels[name].registers <= 65536 // (THREADS * CTAS_PER_SM), kernels[name]
     assert kernels["paged_decode_combine"].registers <= 64
     assert not [ln for ln in log.splitlines() if "warning" in ln.lower()], log

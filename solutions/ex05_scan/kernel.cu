@@ -299,9 +299,10 @@ scan_f32_t128_k8(const float* __restrict__ x, float* __restrict__ y, unsigned lo
 // Look-back window: a tile's inclusive prefix P appears about one L2 round trip (RT, ~0.5-0.7 us
 // under load, an estimate) after its aggregate, so at r tiles per us the newest P trails the newest
 // aggregate by about r * RT tiles, and a look-back that reads 32 * LB statuses per round trip keeps
-// up only while 32 * LB / RT >= r. At the copy bandwidth (4.2 TB/s) r = 256 tiles per us for 16 KB
-// tiles: LB >= 4-8 by this model. Measured, LB = 1 is as fast (below): the model's round trip is
-// pessimistic, or the look-back warp is rarely the bottleneck. LB is a template knob.
+// up only while 32 * LB / RT >= r. At the copy bandwidth (4.2 TB/s) r = 128 tiles per us for the
+// default 32 KB tiles (256 for 16 KB): LB >= 2-4 by this model. Measured, LB = 1 is as fast
+// (below): the model's round trip is pessimistic, or the look-back warp is rarely the bottleneck.
+// LB is a template knob.
 //
 // Layout of a stage: TILE = W * 128 * K elements; compute warp w owns the 128*K consecutive
 // elements from w * 128*K; lane l reads its 16-byte vectors k*32 + l (k < K), so every warp
