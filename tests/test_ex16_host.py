@@ -90,6 +90,21 @@ def test_template_compiles_and_writes_nothing():
         assert "st.global" not in body.group(1), name
 
 
+def test_template_host_side_is_the_references(sol):
+    """The template's launch code is given whole, so it must not cap a student's speed: its split
+    plan, constants and combine launch are the reference's, and its kernel.cu defines the same
+    PD_COMBINE_WARPS as its solution.py launches."""
+    tpl = _load("ex16_template", TEMPLATE / "solution.py")
+    for name in ("_D", "_BS", "_THREADS", "_STAGES", "_ROW", "_SMEM", "_P_MIN", "_CTAS_PER_SM", "_MAX_GROUP",
+                 "_RESIDENT_PER_SM", "_COMBINE_THREADS"):
+        assert getattr(tpl, name) == getattr(sol, name), name
+    for B, HKV, MB in SHAPES:
+        for sms in (132, 7):
+            assert tpl._plan(B, HKV, MB, sms) == sol._plan(B, HKV, MB, sms), (B, HKV, MB, sms)
+    d = dict(re.findall(r"^#define (PD_\w+) (\S+)", (TEMPLATE / "kernel.cu").read_text(), re.M))
+    assert tpl._COMBINE_THREADS == 32 * int(d["PD_COMBINE_WARPS"])
+
+
 def test_shared_memory_and_constants_agree(sol):
     d = {m[1]: m[2] for m in re.finditer(r"^#define (PD_\w+) (.+?)\s*(?://.*)?$", KERNEL.read_text(), re.M)}
     assert (sol._D, sol._BS, sol._THREADS, sol._STAGES) == (int(d["PD_D"]), int(d["PD_BS"]), THREADS,

@@ -8,8 +8,9 @@
 // physical block block_tables[b][i / 16], slot i % 16. Scale 1 / sqrt(128).
 //
 // solution.py (complete) launches paged_decode_<f16|bf16> on a (S, HKV, B) grid of 128 threads with
-// PD_SMEM_BYTES of dynamic shared memory, and, when S > 1, paged_decode_combine on (HQ, B) x 128
-// threads. Split s of sequence b covers its logical blocks [s p, min((s + 1) p, nb)), nb = ceil(L / 16);
+// PD_SMEM_BYTES of dynamic shared memory, and, when S > 1, paged_decode_combine on (HQ, B) x 256
+// threads (PD_COMBINE_WARPS warps). Split s of sequence b covers its logical blocks
+// [s p, min((s + 1) p, nb)), nb = ceil(L / 16);
 // a sequence with a single split (nb <= p) writes o itself, otherwise each split writes its partial o
 // (part_o[b][hq][s][:]) and its log2-sum-exp (part_lse[b][hq][s]) and the combine merges them. Yours
 // to write: the loads (16 bytes at a time; never follow a table entry past nb, never let a slot past
@@ -28,6 +29,7 @@
 #define PD_D 128               // head dimension
 #define PD_BS 16               // tokens per cache block
 #define PD_WARPS 4
+#define PD_COMBINE_WARPS 8     // warps per paged_decode_combine CTA (solution.py's _COMBINE_THREADS / 32)
 #define PD_THREADS (PD_WARPS * 32)
 #define PD_STAGES 3
 #define PD_ROW (PD_D + 8)      // shared row stride in halves: 272 B, ldmatrix conflict-free
@@ -118,7 +120,9 @@ __device__ void paged_decode_combine_body(const int* __restrict__ context_lens, 
                                           const float* __restrict__ part_o, const float* __restrict__ part_lse,
                                           int hq_total, int nsplit, int p)
 {
-    // TODO: o[b][hq] from the splits' partials, weighted by 2^(lse_s - max lse).
+    // TODO: o[b][hq] from the splits' partials, weighted by 2^(lse_s - max lse). The CTA has
+    // PD_COMBINE_WARPS warps: spread the splits over them (a single thread walking every split
+    // spends one dependent L2 round trip per split: 256 of them at batch 1, 131072 tokens).
 }
 
 #define PAGED(NAME, T)                                                                                      \
@@ -131,7 +135,7 @@ __device__ void paged_decode_combine_body(const int* __restrict__ context_lens, 
 PAGED(paged_decode_f16, __half)
 PAGED(paged_decode_bf16, __nv_bfloat16)
 
-extern "C" __global__ void __launch_bounds__(PD_D)
+extern "C" __global__ void __launch_bounds__(PD_COMBINE_WARPS * 32)
 paged_decode_combine(const int* cl, float* o, const float* po, const float* pl, int hq, int nsplit, int p)
 {
     paged_decode_combine_body(cl, o, po, pl, hq, nsplit, p);
