@@ -21,7 +21,8 @@
 //     values serially, then for every k a 5-step warp scan (__shfl_up_sync) of the 4-value totals
 //     gives each lane the sum of the preceding lanes of that 128-element row, and a running row
 //     carry links the K rows. Warp totals go through shared memory; warp 0 scans them.
-//   * Tile status. status[t] is a 64-bit word [epoch:30 | flag:2 | value:32], written with ONE
+//   * Tile status. status[t * SC_STRIDE] is a 64-bit word [epoch:30 | flag:2 | value:32], alone
+//     in its 128-byte line (SC_STRIDE = 16 words; see "Status lines" below), written with ONE
 //     64-bit store and read with ONE 64-bit load, so a reader that sees a flag always sees the
 //     value that belongs to it (no separate fences between value and flag are needed). flag 1
 //     (A): the tile's aggregate (sum of its elements); flag 2 (P): its inclusive prefix (sum of
@@ -37,8 +38,14 @@
 //   * Forward progress: A is published before the look-back and depends on nothing else; a
 //     block spins only on tiles with smaller tickets, i.e. blocks already resident, which will
 //     publish A without waiting for anyone. No deadlock for any grid size or scheduling.
-//   * Memory traffic: 4 bytes read + 4 written per element, plus 8 bytes of status per tile
-//     (TILE = 4096..8192 elements) -- 0.2 % extra.
+//   * Memory traffic: 4 bytes read + 4 written per element, plus one status line per tile
+//     (TILE = 4096..8192 elements; the line stays in L2) -- well under 1 % extra.
+//   * Status lines. Every block publishes to and polls the statuses of the newest few hundred
+//     tiles at once; packed 16 to a 128-byte line, those words sit in a handful of lines, i.e. a
+//     handful of L2 slices, which then serialise every publish and poll of the whole GPU. One
+//     line per tile spreads them over the slices: wscan at 2^28 int32 went from 0.82x to 0.95x of
+//     the copy bandwidth (stride 4 words: 0.92x, 64: 0.94x; benchmarks/RESULTS.md, twenty-third
+//     session). The look-back warp's 32 loads then touch 32 lines instead of 2; no cost measured.
 //   * The last tile may be partial: guarded scalar loads (0 for missing elements) and guarded
 //     scalar stores. Full tiles use 16-byte loads/stores (x and y are 256-byte aligned; the
 //     launcher passes vec = 0 for other pointers and every tile takes the guarded path).
@@ -49,6 +56,7 @@
 #define SC_FULL 0xffffffffu
 #define SC_FLAG_A 1u
 #define SC_FLAG_P 2u
+#define SC_STRIDE 16          // status words per tile: one 128-byte line each (solution.py: _STRIDE)
 
 template <class T> struct sc_vec;
 template <> struct sc_vec<int> { typedef int4 type; };
@@ -64,7 +72,7 @@ __device__ __forceinline__ void sc_publish(unsigned long long* status, long long
                                            unsigned flag, unsigned bits)
 {
     const unsigned long long word = ((unsigned long long)((epoch << 2) | flag) << 32) | bits;
-    *reinterpret_cast<volatile unsigned long long*>(status + tile) = word;   // one 64-bit store
+    *reinterpret_cast<volatile unsigned long long*>(status + tile * SC_STRIDE) = word;   // one 64-bit store
 }
 
 template <class T>
@@ -103,7 +111,7 @@ __device__ __forceinline__ T sc_look_back(const unsigned long long* status, long
             flag[j] = SC_FLAG_P;                // tiles before tile 0: P with value 0
             bits[j] = 0u;
             if (idx >= 0) {
-                const unsigned long long w = *reinterpret_cast<const volatile unsigned long long*>(status + idx);
+                const unsigned long long w = *reinterpret_cast<const volatile unsigned long long*>(status + idx * SC_STRIDE);
                 flag[j] = ((unsigned)(w >> 34) == epoch) ? (unsigned)(w >> 32) & 3u : 0u;
                 bits[j] = (unsigned)w;
             }
@@ -114,7 +122,7 @@ __device__ __forceinline__ T sc_look_back(const unsigned long long* status, long
         for (int j = 0; j < LB; ++j) {
             const long long idx = nearest - lane - 32 * j;
             while (flag[j] == 0u) {
-                const unsigned long long w = *reinterpret_cast<const volatile unsigned long long*>(status + idx);
+                const unsigned long long w = *reinterpret_cast<const volatile unsigned long long*>(status + idx * SC_STRIDE);
                 flag[j] = ((unsigned)(w >> 34) == epoch) ? (unsigned)(w >> 32) & 3u : 0u;
                 bits[j] = (unsigned)w;
             }
@@ -317,10 +325,13 @@ scan_f32_t128_k8(const float* __restrict__ x, float* __restrict__ y, unsigned lo
 // tiles + gridDim.x - 1, the last ticket of the call, resets the counter to 0 for the next call.
 // Requirements (the launcher checks them): x and y 16-byte aligned (else scan_tile runs).
 
-// Measured on the H200 (benchmarks/RESULTS.md, twenty-second session; bench_references.py --tune):
-// 2^28 int32 0.83x copy with W = 8, K = 8 (32 KB tiles), S = 2 stages, LB = 1 (3 blocks per SM),
-// 0.82x with LB = 2; S = 3 (2 blocks per SM) 0.75x, S = 4 (1 block) 0.58x: resident blocks, i.e.
-// bytes in flight, matter more than a deeper ring or a wider look-back.
+// Measured on the H200 (benchmarks/RESULTS.md, twenty-second and twenty-third sessions;
+// bench_references.py --tune): with packed status words, 2^28 int32 reached 0.83x copy with W = 8,
+// K = 8 (32 KB tiles), S = 2 stages, LB = 1 (3 blocks per SM), and no change helped -- S = 3 (2
+// blocks per SM) 0.75x, a wider look-back, two look-back warps, a sleep between polls, the next
+// ticket drawn ahead (0.78x), a tile waiting for its prefix in registers so its stage reloads
+// early (0.82x); the same kernel without its look-back ran at 0.985x. One status line per tile
+// (above) took it to 0.95x.
 //
 // The bulk copy and mbarrier transaction counts are sm_90 instructions: other architectures
 // compile a kernel that traps (tests/test_nvcc.py builds every .cu file for sm_80 and sm_89 too).

@@ -3,8 +3,8 @@
 One kernel launch per call (decoupled look-back; see kernel.cu): on compute capability >= 9.0 with
 x and y 16-byte aligned, the persistent, warp-specialised wscan (a grid of as many blocks as are
 resident); otherwise scan_tile (one block per tile). Scratch buffers, cached per device and kernel
-across calls: `status` (one 64-bit word per tile, zeroed once; stale words are ignored through the
-epoch) and `counter` (one word, zeroed once; the kernels reset it).
+across calls: `status` (one 64-bit word per tile, each alone in a 128-byte line: _STRIDE words
+apart; zeroed once; stale words are ignored through the epoch) and `counter` (one word, zeroed once; the kernels reset it).
 
 Knobs (for benchmarks/bench_references.py --tune): _WS_CONFIG = (W compute warps, K vectors per
 lane, S stages, LB look-back statuses per lane per round), one of kernel.cu's wscan instantiations
@@ -20,6 +20,7 @@ _module = load("kernel.cu")
 _kernels = {}
 _CONFIG = (128, 8)
 _WS_CONFIG = (8, 8, 2, 1)
+_STRIDE = 16               # = SC_STRIDE in kernel.cu: status words per tile
 _EPOCH_MAX = 2**30 - 1     # epochs are 30 bits in the status words, and never 0
 _scratch = {}              # (device, kernel family) -> [status array, counter array, last epoch]
 
@@ -50,12 +51,13 @@ def _ws_kernel(dtype_name):
 
 
 def _status(family, tiles):
-    """[status, counter, epoch] for this device and kernel family, grown to >= tiles words, with
-    the epoch advanced for this call."""
+    """[status, counter, epoch] for this device and kernel family, grown to >= tiles * _STRIDE
+    words, with the epoch advanced for this call."""
     key = (cp.cuda.runtime.getDevice(), family)
     s = _scratch.get(key)
-    if s is None or s[0].size < tiles:
-        status = cp.zeros(max(tiles, 1024, 2 * (s[0].size if s else 0)), dtype=cp.uint64)
+    words = tiles * _STRIDE
+    if s is None or s[0].size < words:
+        status = cp.zeros(max(words, 1024 * _STRIDE, 2 * (s[0].size if s else 0)), dtype=cp.uint64)
         counter = s[1] if s else cp.zeros(1, dtype=cp.uint32)
         s = _scratch[key] = [status, counter, 0]
     s[2] = s[2] % _EPOCH_MAX + 1
