@@ -4,7 +4,8 @@ One kernel launch per call (decoupled look-back; see kernel.cu): on compute capa
 x and y 16-byte aligned, the persistent, warp-specialised wscan (a grid of as many blocks as are
 resident); otherwise scan_tile (one block per tile). Scratch buffers, cached per device and kernel
 across calls: `status` (one 64-bit word per tile, each alone in a 128-byte line: _STRIDE words
-apart; zeroed once; stale words are ignored through the epoch) and `counter` (one word, zeroed once; the kernels reset it).
+apart; zeroed once; stale words are ignored through the epoch) and `counter` (one word, zeroed
+once; the kernels reset it).
 
 Knobs (for benchmarks/bench_references.py --tune): _WS_CONFIG = (W compute warps, K vectors per
 lane, S stages, LB look-back statuses per lane per round), one of kernel.cu's wscan instantiations
