@@ -30,6 +30,12 @@
 //   Persistent grid: one CTA per SM, tiles t = blockIdx.x, blockIdx.x + gridDim.x, ... in a
 //   grouped order (group_m tile rows walked column by column, as in ex12) for L2 reuse. The
 //   producer runs ahead into the next tile while the consumers store this one.
+//   Epilogue: straight from the accumulators to C. With N % 8 == 0 and C 16-byte aligned, the 4
+//   lanes of a quad (one row, 2 columns of each 8-column slice each) transpose 4 slices at a time
+//   with two shuffle rounds, so that each lane stores 16 bytes and the quad 64 contiguous bytes:
+//   4x fewer store instructions and whole 32-byte sectors. It took 8192x8192x1024 from 0.78x to
+//   1.01x cuBLAS and 4096^3 from 0.91x to 1.02x (benchmarks/RESULTS.md, twenty-third session);
+//   the consumers' time outside the mainloop is what a short K exposes.
 //
 // References (PTX ISA 8.x, "Asynchronous Warpgroup Level Matrix Multiply-Accumulate Instructions"):
 //   * "Matrix Descriptor Format" (docs.nvidia.com/cuda/parallel-thread-execution, anchor
@@ -294,6 +300,41 @@ __device__ __forceinline__ void gemm_hopper_body(const TmaDesc* tma_a, const Tma
             // Epilogue: the accumulator fragment layout (see the header) to C, guarded.
             const int row0 = tm * H_BM + c * 64 + warp * 16 + lane / 4;
             const int col0 = tn * H_BN + 2 * (lane % 4);
+            if (vec_store == 2) {
+                // 16-byte stores: lane t of a quad holds 2 columns of each 8-column slice; for 4
+                // slices at a time the quad transposes its 4 x 4 half2 (two shuffle rounds), so
+                // lane t holds all 8 columns of slice 4q + t and the quad writes 64 contiguous
+                // bytes of its row (4x fewer store instructions, whole 32-byte sectors).
+                const int t4 = lane % 4;
+                const bool up = (t4 & 2) != 0, odd = (t4 & 1) != 0;
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const int row = row0 + 8 * h;
+                    T* crow = C + static_cast<size_t>(row) * N;
+#pragma unroll
+                    for (int q = 0; q < 8; ++q) {
+                        unsigned a[4];
+#pragma unroll
+                        for (int jj = 0; jj < 4; ++jj) {
+                            const int j = 4 * q + jj;
+                            const typename Pack<T>::T2 p2 = Pack<T>::two(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
+                            a[jj] = *reinterpret_cast<const unsigned*>(&p2);
+                        }
+                        // round 1: lanes t, t ^ 2 swap their off-diagonal 2 x 2 blocks
+                        unsigned r0 = __shfl_xor_sync(0xffffffffu, up ? a[0] : a[2], 2);
+                        unsigned r1 = __shfl_xor_sync(0xffffffffu, up ? a[1] : a[3], 2);
+                        if (up) { a[0] = r0; a[1] = r1; } else { a[2] = r0; a[3] = r1; }
+                        // round 2: lanes t, t ^ 1 transpose within each 2 x 2 block
+                        r0 = __shfl_xor_sync(0xffffffffu, odd ? a[0] : a[1], 1);
+                        r1 = __shfl_xor_sync(0xffffffffu, odd ? a[2] : a[3], 1);
+                        if (odd) { a[0] = r0; a[2] = r1; } else { a[1] = r0; a[3] = r1; }
+                        const int col = tn * H_BN + 32 * q + 8 * t4;    // N % 8 == 0: all 8 in or out
+                        if (row < M && col < N)
+                            *reinterpret_cast<uint4*>(crow + col) = make_uint4(a[0], a[1], a[2], a[3]);
+                    }
+                }
+                continue;
+            }
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
                 const int row = row0 + 8 * h;
@@ -325,8 +366,8 @@ __device__ __forceinline__ void gemm_hopper_body(const TmaDesc* tma_a, const Tma
 #endif
 
 // tma_a: A (M x Kp), box 64 x 128; tma_b: B (N x Kp), box 64 x 256 (Kp = K rounded up to 8);
-// k_tiles = ceil(Kp / 64); vec_store: C's rows may be written two elements at a time (N even and
-// C 4-byte aligned). Launch: 384 threads, H_SMEM_BYTES of dynamic shared memory, a grid of at most
+// k_tiles = ceil(Kp / 64); vec_store: 2 = C's rows may be written 8 elements at a time (N % 8 == 0,
+// C 16-byte aligned), 1 = two at a time (N even, C 4-byte aligned), 0 = one at a time. Launch: 384 threads, H_SMEM_BYTES of dynamic shared memory, a grid of at most
 // the number of SMs (persistent).
 extern "C" __global__ void __launch_bounds__(H_THREADS, 1)
 gemm_hopper_f16(const __grid_constant__ TmaDesc tma_a, const __grid_constant__ TmaDesc tma_b, __half* C,

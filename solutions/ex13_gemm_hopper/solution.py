@@ -29,6 +29,7 @@ _THREADS = 384                         # = H_THREADS
 _SMEM = 1024 + _STAGES * (_BM + _BN) * _BK * 2 + 2 * _STAGES * 8   # = H_SMEM_BYTES (197696)
 _GROUP_M = 16
 _MAX_CTAS = None                       # a smaller persistent grid (tests: several tiles per CTA)
+_VEC16 = True                          # 16-byte epilogue stores where N % 8 == 0 (kernel.cu: vec_store 2)
 _KINDS = {np.dtype(np.float16): "f16", np.dtype(np.uint16): "bf16"}   # uint16 = bfloat16 bits
 
 _state = {}        # device -> (module, {kernel name: function}, number of SMs)
@@ -130,7 +131,7 @@ def solve(a, b, c):
         b = _padded("b", b, N, K, kp, funcs["pad"])
     map_a = _tensor_map(a, kind, _BM, _BK)
     map_b = _tensor_map(b, kind, _BN, _BK)
-    vec = int(N % 2 == 0 and c.data.ptr % 4 == 0)
+    vec = 2 if (_VEC16 and N % 8 == 0 and c.data.ptr % 16 == 0) else int(N % 2 == 0 and c.data.ptr % 4 == 0)
     funcs[kind]((p["grid"],), (_THREADS,),
                 (map_a, map_b, c, np.int32(M), np.int32(N), np.int32(p["k_tiles"]), np.int32(p["tiles_m"]),
                  np.int32(p["tiles_n"]), np.int32(p["group_m"]), np.int32(vec)),
