@@ -235,7 +235,7 @@ __device__ __forceinline__ void scan_tile(const T* __restrict__ x, T* __restrict
 }
 
 // Launch with exactly ceil(n / TILE) blocks of THREADS threads, TILE = THREADS * 4 * K.
-// status: >= ceil(n / TILE) words, zeroed when allocated; counter: one word, zero before the
+// status: >= ceil(n / TILE) * SC_STRIDE words, zeroed when allocated; counter: one word, zero before the
 // first call (the kernel leaves it at zero); epoch: 1 .. 2^30 - 1, different from the previous
 // call's on the same status array; vec: 1 when x and y are 16-byte aligned.
 // Names: scan_{i32,f32}_t{THREADS}_k{K}.
@@ -284,8 +284,9 @@ scan_f32_t128_k8(const float* __restrict__ x, float* __restrict__ y, unsigned lo
 
 // ---- wscan: the warp-specialised, persistent scan (sm_90; the launcher's default there) ----------
 //
-// Why: scan_tile above reaches 0.71x copy at 2^28; without its look-back the same kernel reaches
-// 0.97x (benchmarks/RESULTS.md, sixteenth session). A block there holds its tile in registers
+// Why: scan_tile above reached 0.71x copy at 2^28 with packed status words (0.85-0.89x with one
+// line per status); without its look-back the same kernel reached 0.97x (benchmarks/RESULTS.md,
+// sixteenth session). A block there holds its tile in registers
 // while it waits for its predecessors' prefixes, so the wait takes resident tiles, and with them
 // bytes in flight, away from the memory system. Here a tile's wait overlaps the next tiles' loads: each block is persistent, takes tiles
 // from an atomic ticket counter, and splits its warps by role (the design CCCL's "warpspeed" scan
@@ -549,7 +550,7 @@ __device__ __forceinline__ void ws_scan(const T*, T*, unsigned long long*, unsig
 
 // Launch: blocks = min(tiles, resident blocks), 32 * (W + 2) threads, dynamic shared memory of
 // at least S * TILE * sizeof(T) + sizeof(WsSmall<T, W, S>) bytes (solution.py adds the small part
-// with room to spare). status: >= tiles words, zeroed when allocated; counter: one word, 0 before
+// with room to spare). status: >= tiles * SC_STRIDE words, zeroed when allocated; counter: one word, 0 before
 // the first call; epoch 1 .. 2^30 - 1, different from the previous call's. Names:
 // wscan_{i32,f32}_w{W}_k{K}_s{S}_lb{LB}.
 #define WS_KERNEL(NAME, T, W, K, S, LB)                                                              \
