@@ -45,6 +45,11 @@ def sol():
     return _load("ex16_solution", SOLUTION / "solution.py")   # compiles on the first solve only
 
 
+def _defines(path):
+    """{name: value text} of the PD_* #defines in the kernel.cu at ``path`` (trailing comments dropped)."""
+    return {m[1]: m[2] for m in re.finditer(r"^#define (PD_\w+) (.+?)\s*(?://.*)?$", path.read_text(), re.M)}
+
+
 def _nvrtc_build(path):
     """(ptxas log, PTX) of ``path`` compiled as grading does (NVRTC, sm_90)."""
     log, _cubin, ptx = nvrtc_compile(path, ARCH)
@@ -101,12 +106,11 @@ def test_template_host_side_is_the_references(sol):
     for B, HKV, MB in SHAPES:
         for sms in (132, 7):
             assert tpl._plan(B, HKV, MB, sms) == sol._plan(B, HKV, MB, sms), (B, HKV, MB, sms)
-    d = dict(re.findall(r"^#define (PD_\w+) (\S+)", (TEMPLATE / "kernel.cu").read_text(), re.M))
-    assert tpl._COMBINE_THREADS == 32 * int(d["PD_COMBINE_WARPS"])
+    assert tpl._COMBINE_THREADS == 32 * int(_defines(TEMPLATE / "kernel.cu")["PD_COMBINE_WARPS"])
 
 
 def test_shared_memory_and_constants_agree(sol):
-    d = {m[1]: m[2] for m in re.finditer(r"^#define (PD_\w+) (.+?)\s*(?://.*)?$", KERNEL.read_text(), re.M)}
+    d = _defines(KERNEL)
     assert (sol._D, sol._BS, sol._THREADS, sol._STAGES) == (int(d["PD_D"]), int(d["PD_BS"]), THREADS,
                                                            int(d["PD_STAGES"]))
     assert d["PD_ROW"] == "(PD_D + 8)" and sol._ROW == sol._D + 8 and sol._MAX_GROUP == int(d["PD_MAX_GROUP"])

@@ -16,7 +16,9 @@ What solve does on the host, per call:
 - a persistent grid of min(#SMs, #tiles) CTAs of 384 threads.
 
 Knobs (module constants): _GROUP_M (tile rows per group of the tile order); _MAX_CTAS (caps the
-persistent grid, so small shapes give each CTA several tiles: benchmarks/verify_ex13.py uses it).
+persistent grid, so small shapes give each CTA several tiles: benchmarks/verify_ex13.py uses it);
+_VEC16 (False: the 4-byte epilogue stores everywhere, for comparison; benchmarks/RESULTS.md,
+twenty-third session).
 """
 import cupy as cp
 import numpy as np
