@@ -286,6 +286,41 @@ __device__ __forceinline__ void gemm_fp8_body(const TmaDesc* tma_a, const TmaDes
             }
 
             // Epilogue: the accumulator layout to D (bfloat16), guarded.
+            if (vec_store == 2) {
+                // 16-byte stores (as ex13's epilogue): lane t of a quad holds 2 columns of each
+                // 8-column slice; for 4 slices at a time the quad transposes its 4 x 4 bfloat162
+                // (two shuffle rounds), so lane t holds all 8 columns of slice 4q + t and the quad
+                // writes 64 contiguous bytes of its row: whole 32-byte sectors, 4x fewer stores.
+                const int t4 = lane % 4;
+                const bool up = (t4 & 2) != 0, odd = (t4 & 1) != 0;
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const int row = h ? row1 : row0;
+                    __nv_bfloat16* drow = D + static_cast<size_t>(row) * N;
+#pragma unroll
+                    for (int q = 0; q < H_ACC / 16; ++q) {
+                        unsigned a[4];
+#pragma unroll
+                        for (int jj = 0; jj < 4; ++jj) {
+                            const int j = 4 * q + jj;
+                            const __nv_bfloat162 p2 = __floats2bfloat162_rn(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+                            a[jj] = *reinterpret_cast<const unsigned*>(&p2);
+                        }
+                        // round 1: lanes t, t ^ 2 swap their off-diagonal 2 x 2 blocks
+                        unsigned r0 = __shfl_xor_sync(0xffffffffu, up ? a[0] : a[2], 2);
+                        unsigned r1 = __shfl_xor_sync(0xffffffffu, up ? a[1] : a[3], 2);
+                        if (up) { a[0] = r0; a[1] = r1; } else { a[2] = r0; a[3] = r1; }
+                        // round 2: lanes t, t ^ 1 transpose within each 2 x 2 block
+                        r0 = __shfl_xor_sync(0xffffffffu, odd ? a[0] : a[1], 1);
+                        r1 = __shfl_xor_sync(0xffffffffu, odd ? a[2] : a[3], 1);
+                        if (odd) { a[0] = r0; a[2] = r1; } else { a[1] = r0; a[3] = r1; }
+                        const int col = tn * H_BN + 32 * q + 8 * t4;    // N % 8 == 0: all 8 in or out
+                        if (row < M && col < N)
+                            *reinterpret_cast<uint4*>(drow + col) = make_uint4(a[0], a[1], a[2], a[3]);
+                    }
+                }
+                continue;
+            }
             const int col0 = tn * H_BN + 2 * (lane % 4);
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
@@ -318,9 +353,10 @@ __device__ __forceinline__ void gemm_fp8_body(const TmaDesc* tma_a, const TmaDes
 #endif
 
 // tma_a: A (M x K) e4m3 bytes, box 128 x 128; tma_b: B (N x K), box 128 x 128; scale_a (M x
-// k_blocks), scale_b (ceil(N / 128) x k_blocks) float32; k_blocks = K / 128; vec_store: D's rows may
-// be written two elements at a time (N even and D 4-byte aligned). Launch: 384 threads,
-// H_SMEM_BYTES of dynamic shared memory, a grid of at most the number of SMs (persistent).
+// k_blocks), scale_b (ceil(N / 128) x k_blocks) float32; k_blocks = K / 128; vec_store: 2 = D's
+// rows may be written 8 elements at a time (N % 8 == 0, D 16-byte aligned), 1 = two at a time (N
+// even, D 4-byte aligned), 0 = one at a time. Launch: 384 threads, H_SMEM_BYTES of dynamic shared
+// memory, a grid of at most the number of SMs (persistent).
 extern "C" __global__ void __launch_bounds__(H_THREADS, 1)
 gemm_fp8_blockscaled(const __grid_constant__ TmaDesc tma_a, const __grid_constant__ TmaDesc tma_b,
                      const float* __restrict__ scale_a, const float* __restrict__ scale_b, __nv_bfloat16* D,

@@ -14,8 +14,12 @@ What solve does on the host, per call:
 - the scales are passed as plain pointers (the consumers load them from global memory).
 - a persistent grid of min(#SMs, #tiles) CTAs of 384 threads.
 
+- the epilogue stores 16 bytes a lane where N % 8 == 0 and d is 16-byte aligned (kernel.cu:
+  vec_store 2), else 4 bytes (N even) or 2.
+
 Knobs (module constants): _GROUP_M (tile rows per group of the tile order); _MAX_CTAS (caps the
-persistent grid, so small shapes give each CTA several tiles: benchmarks/verify_ex15.py uses it).
+persistent grid, so small shapes give each CTA several tiles: benchmarks/verify_ex15.py uses it);
+_VEC16 (False: the 4-byte epilogue everywhere, for comparison: benchmarks/RESULTS.md).
 """
 import cupy as cp
 import numpy as np
@@ -29,6 +33,7 @@ _THREADS = 384                         # = H_THREADS
 _SMEM = 1024 + _STAGES * (_BM + _BN) * _BK + 2 * _STAGES * 8   # = H_SMEM_BYTES (197728); e4m3: 1 byte
 _GROUP_M = 16
 _MAX_CTAS = None                       # a smaller persistent grid (tests: several tiles per CTA)
+_VEC16 = True                          # 16-byte epilogue stores where N % 8 == 0 (kernel.cu: vec_store 2)
 
 _state = {}        # device -> (module, kernel, number of SMs)
 _maps = {}
@@ -110,7 +115,7 @@ def solve(a, sa, b, sb, d):
     p = _plan(M, N, K, sms)
     map_a = _tensor_map(a.view(cp.uint8), _BM, _BK)
     map_b = _tensor_map(b.view(cp.uint8), _BN, _BK)
-    vec = int(N % 2 == 0 and d.data.ptr % 4 == 0)
+    vec = 2 if (_VEC16 and N % 8 == 0 and d.data.ptr % 16 == 0) else int(N % 2 == 0 and d.data.ptr % 4 == 0)
     f((p["grid"],), (_THREADS,),
       (map_a, map_b, sa, sb, d, np.int32(M), np.int32(N), np.int32(p["k_blocks"]), np.int32(p["tiles_m"]),
        np.int32(p["tiles_n"]), np.int32(p["group_m"]), np.int32(vec)),

@@ -204,7 +204,9 @@ __device__ __forceinline__ void gemm_hopper_body(const TmaDesc* tma_a, const Tma
     //      wgmma_fence and after the last wait, so the compiler keeps d where the asm says.
     //   4. Epilogue: the accumulator layout of the PTX ISA figure "WGMMA .m64nNk16 register
     //      fragment layout for accumulator matrix D" (see the header), converted with Pack<T>,
-    //      stores guarded by M and N.
+    //      stores guarded by M and N (pairs only when vec_store is nonzero). Then, for speed: with
+    //      vec_store == 2 a quad can swap its pairs (__shfl_xor_sync) so each lane stores 16 bytes
+    //      (README.md, hint 6).
 }
 
 #define H_KERNEL_BODY(T) \
@@ -214,9 +216,9 @@ __device__ __forceinline__ void gemm_hopper_body(const TmaDesc* tma_a, const Tma
 #endif
 
 // tma_a: A (M x Kp), box 64 x 128; tma_b: B (N x Kp), box 64 x 256 (Kp = K rounded up to 8);
-// k_tiles = ceil(Kp / 64); vec_store: C's rows may be written two elements at a time (N even and
-// C 4-byte aligned). Launch: 384 threads, H_SMEM_BYTES of dynamic shared memory, a grid of at most
-// the number of SMs (persistent).
+// k_tiles = ceil(Kp / 64); vec_store: 2 = C's rows may be written 8 elements at a time (N % 8 == 0,
+// C 16-byte aligned), 1 = two at a time (N even, C 4-byte aligned), 0 = one at a time. Launch: 384
+// threads, H_SMEM_BYTES of dynamic shared memory, a grid of at most the number of SMs (persistent).
 extern "C" __global__ void __launch_bounds__(H_THREADS, 1)
 gemm_hopper_f16(const __grid_constant__ TmaDesc tma_a, const __grid_constant__ TmaDesc tma_b, __half* C,
                 int M, int N, int k_tiles, int tiles_m, int tiles_n, int group_m, int vec_store)

@@ -61,6 +61,14 @@ def _map(arr, box):
     return _maps[key]
 
 
+def _vec_store(N, out):
+    """kernel.cu's vec_store for an output of N columns: 2 (8 elements a store: N % 8 == 0 and the
+    output 16-byte aligned), 1 (pairs: N even, 4-byte aligned) or 0 (one element at a time)."""
+    if N % 8 == 0 and out.data.ptr % 16 == 0:
+        return 2
+    return int(N % 2 == 0 and out.data.ptr % 4 == 0)
+
+
 def solve(a, b, c):
     M, K = a.shape
     N = b.shape[0]
@@ -83,5 +91,5 @@ def solve(a, b, c):
         (min(_sms[dev], tiles_m * tiles_n),), (_THREADS,),
         (_map(a, (_BM, _BK)), _map(b, (_BN, _BK)), c, np.int32(M), np.int32(N), np.int32(_cdiv(kp, _BK)),
          np.int32(tiles_m), np.int32(tiles_n), np.int32(min(_GROUP_M, tiles_m)),
-         np.int32(N % 2 == 0 and c.data.ptr % 4 == 0)),
+         np.int32(_vec_store(N, c))),
         shared_mem=_SMEM)

@@ -185,7 +185,9 @@ __device__ __forceinline__ void gemm_fp8_body(const TmaDesc* tma_a, const TmaDes
     //      commit, wait<0>, release stage s (lane 0 of each warp arrives on empty), then promote:
     //      acc += sa * sb * blk in fp32. acc_fence(blk) before wgmma_fence and after the wait.
     //   4. Epilogue: the accumulator layout (see the header) to bfloat16 (to_bf16x2 / to_bf16),
-    //      stores guarded by M and N (pairs only when vec_store).
+    //      stores guarded by M and N (pairs only when vec_store is nonzero). Then, for speed: with
+    //      vec_store == 2 a quad can swap its pairs (__shfl_xor_sync) so each lane stores 16 bytes
+    //      (README.md, hint 6).
 }
 
 #define H_KERNEL_BODY \
@@ -195,9 +197,10 @@ __device__ __forceinline__ void gemm_fp8_body(const TmaDesc* tma_a, const TmaDes
 #endif
 
 // tma_a: A (M x K) e4m3 bytes, box 128 x 128; tma_b: B (N x K), box 128 x 128; scale_a (M x
-// k_blocks), scale_b (ceil(N / 128) x k_blocks) float32; k_blocks = K / 128; vec_store: D's rows may
-// be written two elements at a time (N even and D 4-byte aligned). Launch: 384 threads,
-// H_SMEM_BYTES of dynamic shared memory, a grid of at most the number of SMs (persistent).
+// k_blocks), scale_b (ceil(N / 128) x k_blocks) float32; k_blocks = K / 128; vec_store: 2 = D's
+// rows may be written 8 elements at a time (N % 8 == 0, D 16-byte aligned), 1 = two at a time (N
+// even, D 4-byte aligned), 0 = one at a time. Launch: 384 threads, H_SMEM_BYTES of dynamic shared
+// memory, a grid of at most the number of SMs (persistent).
 extern "C" __global__ void __launch_bounds__(H_THREADS, 1)
 gemm_fp8_blockscaled(const __grid_constant__ TmaDesc tma_a, const __grid_constant__ TmaDesc tma_b,
                      const float* __restrict__ scale_a, const float* __restrict__ scale_b, __nv_bfloat16* D,
