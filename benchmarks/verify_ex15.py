@@ -172,6 +172,8 @@ def main():
     ap.add_argument("--bench", action="store_true")
     ap.add_argument("--shapes", nargs="*", help="MxNxK ... (K a multiple of 128)")
     ap.add_argument("--kinds", nargs="*", default=list(KINDS))
+    ap.add_argument("--group-m", nargs="*", type=int, default=[],
+                    help="with --bench: time these values of solution.py's _GROUP_M as well (side by side)")
     ap.add_argument("--no-pool", action="store_true",
                     help="CuPy's memory pool off (compute-sanitizer sees out-of-bounds accesses only then)")
     args = ap.parse_args()
@@ -203,6 +205,14 @@ def main():
         for M, N, K in [(8192, 8192, 8192), (4096, 4096, 4096), (4096, 7168, 2048), (4096, 2112, 7168),
                         (4096, 24576, 1536), (64, 7168, 8192)]:
             bench(M, N, K, rng)
+            for g in args.group_m:
+                a, sa, b, sb = inputs(M, N, K, "normal", rng)
+                d = cp.empty((M, N), dtype=cp.uint16)
+                base = median_ms(lambda: sol.solve(a, sa, b, sb, d))
+                sol._GROUP_M, keep = g, sol._GROUP_M
+                t = median_ms(lambda: sol.solve(a, sa, b, sb, d))
+                sol._GROUP_M = keep
+                print(f"    _GROUP_M = {g}: {t:.3f} ms against {base:.3f} ms with {keep} (x{base / t:.3f})", flush=True)
     sys.exit(1 if failed else 0)
 
 

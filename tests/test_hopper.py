@@ -236,9 +236,12 @@ class FakeDeviceArray:
 def calls(monkeypatch):
     seen: list[dict] = []
 
-    def fake_encode(tensor_map_ptr, data_type, rank, global_address, global_dim, global_strides, box_dim,
-                    element_strides, interleave, swizzle, l2_promotion, oob_fill):
-        seen.append(dict(locals()))
+    def fake_encode(tensor_map_ptr, layout, global_address):
+        seen.append(dict(tensor_map_ptr=tensor_map_ptr, global_address=global_address, data_type=layout.data_type,
+                         rank=layout.rank, global_dim=list(layout.global_dim),
+                         global_strides=list(layout.global_strides), box_dim=list(layout.box_dim),
+                         element_strides=list(layout.element_strides), interleave=layout.interleave,
+                         swizzle=layout.swizzle, l2_promotion=layout.l2_promotion, oob_fill=layout.oob_fill))
         ctypes.memset(tensor_map_ptr, 0xAB, tma.TENSOR_MAP_BYTES)
 
     monkeypatch.setattr(tma, "_encode", fake_encode)
@@ -302,6 +305,28 @@ def test_tensor_map_rejects(calls, make, kwargs, error, names) -> None:
         gk.tensor_map(make(), **kwargs)
     assert names in str(err.value) and "\n" not in str(err.value)
     assert calls == []   # nothing reached the driver
+
+
+def test_tensor_map_validates_a_layout_once_and_encodes_every_address(calls) -> None:
+    """The second call for the same shape, dtype and box at a new address reuses the validated layout
+    (the cache), yet every call reaches the driver with its own address and gets its own buffer."""
+    tma._layout.cache_clear()
+    first = gk.tensor_map(FakeDeviceArray((100, 72), np.float32, address=0x7000_0000), (32, 16))
+    second = gk.tensor_map(FakeDeviceArray((100, 72), np.float32, address=0x7100_0000), [32, np.int64(16)])
+    info = tma._layout.cache_info()
+    assert (info.misses, info.hits) == (1, 1)
+    assert [c["global_address"] for c in calls] == [0x7000_0000, 0x7100_0000]
+    assert calls[0]["global_dim"] == calls[1]["global_dim"] == [72, 100]
+    assert first.ctypes.data != second.ctypes.data and second.ctypes.data % 128 == 0
+
+
+@pytest.mark.parametrize("box", [(8.0, 8), (True, 8), ([8], 8)])
+def test_tensor_map_cache_does_not_let_equal_non_integers_pass(calls, box) -> None:
+    """8.0 == 8 and True == 1 as cache keys: a cached (8, 8) layout must not accept them."""
+    gk.tensor_map(FakeDeviceArray((8, 8), np.float32), (8, 8))
+    with pytest.raises(TypeError, match="box: expected integers"):
+        gk.tensor_map(FakeDeviceArray((8, 8), np.float32), box)
+    assert len(calls) == 1
 
 
 def test_tensor_map_without_swizzle_takes_a_wide_box(calls) -> None:

@@ -125,7 +125,7 @@ def solve(a, b, c):
     if kind is None or b.dtype != a.dtype or c.dtype != a.dtype:
         raise TypeError(f"expected float16 or uint16 (bfloat16 bits) a, b and c, got {a.dtype}, {b.dtype}, {c.dtype}")
     _module, funcs, sms = _device_state()
-    p = _plan(M, N, K, sms)
+    p = _plan(M, N, K, sms, _GROUP_M)
     kp = p["kp"]
     if kp != K or a.data.ptr % 16:
         a = _padded("a", a, M, K, kp, funcs["pad"])
