@@ -54,9 +54,13 @@ def main() -> None:
     layout = tma._layout((8192, 8192), a.dtype, None, (128, 128), 128, None, 128, False)
     binding = tma._cuda_python_encoder()
     if binding is not None:
-        out = call()
-        print(f"cuda-python's cuTensorMapEncodeTiled, the layout prebuilt: "
-              f"{per_call_us(lambda: binding(out.ctypes.data, layout, a.data.ptr), args.reps):.1f} us")
+        out, want = call(), call().tobytes()
+        try:
+            us = per_call_us(lambda: binding(out.ctypes.data, layout, a.data.ptr), args.reps)
+            print(f"cuda-python's cuTensorMapEncodeTiled, the layout prebuilt: {us:.1f} us; its descriptor "
+                  f"{'equals' if out.tobytes() == want else 'DIFFERS FROM'} the ctypes one")
+        except Exception as exc:  # noqa: BLE001 - report and go on: the binding is only the fallback
+            print(f"cuda-python's cuTensorMapEncodeTiled FAILED: {type(exc).__name__}: {exc}")
     lib = tma._libcuda()
     u64, u32 = ctypes.c_uint64, ctypes.c_uint32
     buf = (ctypes.c_uint8 * 256)()

@@ -319,9 +319,11 @@ def _cuda_python_encoder() -> Callable[..., None] | None:
         return None
 
     def encode(tensor_map_ptr: int, layout: Layout, global_address: int) -> None:
+        u64, u32 = driver.cuuint64_t, driver.cuuint32_t   # the binding takes its own integer types
         err, tmap = driver.cuTensorMapEncodeTiled(
-            driver.CUtensorMapDataType(layout.data_type), layout.rank, global_address, list(layout.global_dim),
-            list(layout.global_strides), list(layout.box_dim), list(layout.element_strides),
+            driver.CUtensorMapDataType(layout.data_type), u32(layout.rank), global_address,
+            [u64(v) for v in layout.global_dim], [u64(v) for v in layout.global_strides],
+            [u32(v) for v in layout.box_dim], [u32(v) for v in layout.element_strides],
             driver.CUtensorMapInterleave(layout.interleave), driver.CUtensorMapSwizzle(layout.swizzle),
             driver.CUtensorMapL2promotion(layout.l2_promotion), driver.CUtensorMapFloatOOBfill(layout.oob_fill))
         if int(err) != 0:
