@@ -98,7 +98,7 @@ def tensor_map(array: Any, box: Sequence[int], swizzle: int | None = 128, *,
     Cost: everything but the address is validated and converted once per layout (shape, dtype, box,
     options; an LRU cache of :data:`LAYOUT_CACHE` entries), so a call for an array at a new address
     (the grader hands every timed call fresh buffers) costs the driver's encode and little more:
-    about 8 us on the H200 against 55 us before the cache (benchmarks/tensor_map_cost.py,
+    6 us a call on the H200 against 58 us before the cache (benchmarks/tensor_map_cost.py,
     benchmarks/RESULTS.md, 2026-12-03). That time is part of a solution's timed call.
 
     Raises:
@@ -250,9 +250,9 @@ def _ints(values: Any, name: str, rank: int) -> list[int]:
 def _encode(tensor_map_ptr: int, layout: Layout, global_address: int) -> None:
     """Call the driver's ``cuTensorMapEncodeTiled`` to write the descriptor of ``layout`` at
     ``global_address`` into ``tensor_map_ptr`` (a 128-byte-aligned host address of 128 bytes):
-    through ctypes on libcuda.so.1 with the layout's prebuilt arrays (about 4 us a call on the H200;
-    cuda-python's binding converts its arguments on every call and is used only where libcuda.so.1
-    cannot be loaded by name). Raises :class:`TensorMapError` when the driver refuses. Tests
+    through ctypes on libcuda.so.1 with the layout's prebuilt arrays (2.3 us a call on the H200;
+    cuda-python's binding, 4.1 us, converts its arguments on every call and is used only where
+    libcuda.so.1 cannot be loaded by name). Raises :class:`TensorMapError` when the driver refuses. Tests
     replace this function."""
     try:
         lib = _libcuda()
