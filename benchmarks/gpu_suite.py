@@ -39,7 +39,9 @@ two or three calls, e.g.
     python3 benchmarks/gpu_suite.py --phases bundle                         # call 3, ~500 s
     python3 benchmarks/gpu_suite.py --phases shared -k sanitize             # a subset: pytest -k
 
-On two GPUs, run two of these at once with CUDA_VISIBLE_DEVICES=0 and =1 and different --out.
+On two GPUs, run two of these at once with CUDA_VISIBLE_DEVICES=0 and =1 and different --out;
+benchmarks/gpu_x2.sh does that for the whole suite, with `grade calibrate` of every exercise twice
+beside it, in two device calls.
 
 Exit status: 0 when every selected test passed (a skip or a test cut off by the time limit is not a
 pass), 1 otherwise, 2 when the gate failed.
