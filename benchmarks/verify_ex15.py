@@ -5,7 +5,6 @@ check is `grade ex15 --submission solutions/ex15_gemm_fp8_blockscaled`).
     python3 benchmarks/verify_ex15.py --bench    # ... then timings (torch._scaled_mm, cuBLAS fp16,
                                                  #     the 4-byte epilogue, ex13's bf16 at 8192^3)
     python3 benchmarks/verify_ex15.py --shapes 128x128x128    # one shape
-    python3 benchmarks/verify_ex15.py --solution drafts/ex15_pipelined --bench   # another solution folder
     compute-sanitizer --tool memcheck python3 benchmarks/verify_ex15.py --no-pool --shapes 17x17x256
 
 Correctness uses the draft spec's bound (spec.toml [tolerance.bfloat16]) against the float64 oracle
@@ -49,12 +48,7 @@ from grader.spec import load_spec  # noqa: E402
 _spec = load_spec(EXERCISE / "spec.toml")
 _gk.configure(_spec.compile_options, _spec.arch)
 ref = _load("ex15_reference", EXERCISE / "reference.py")
-# --solution DIR (read before argparse, since the module loads at import): a folder with solution.py
-# and kernel.cu, e.g. drafts/ex15_pipelined; default the reference solution
-_SOLUTION = Path(sys.argv[sys.argv.index("--solution") + 1]) if "--solution" in sys.argv[:-1] else \
-    ROOT / "solutions" / "ex15_gemm_fp8_blockscaled"
-sol = _load("ex15_solution", _SOLUTION / "solution.py")
-_PIPELINED = hasattr(sol, "_PIPE")   # drafts/ex15_pipelined: two kernels, picked by _PIPE
+sol = _load("ex15_solution", ROOT / "solutions" / "ex15_gemm_fp8_blockscaled" / "solution.py")
 
 SHAPES = [(128, 128, 128), (128, 128, 1024), (256, 256, 2048), (1, 1, 128), (17, 17, 256), (127, 129, 128),
           (1, 1000, 1024), (1000, 1, 384), (129, 127, 1024), (251, 257, 640), (2, 3, 8192), (4099, 5, 128),
@@ -124,15 +118,12 @@ def check(M, N, K, kind, rng):
 
 
 def resources():
-    funcs, sms = sol._device_state()
-    if not isinstance(funcs, dict):
-        funcs = {True: funcs}
-    print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}, {sms} SMs; {_SOLUTION}")
-    for pipe, f in funcs.items():
-        attrs = f.attributes
-        print(f"  gemm_fp8_blockscaled{'' if pipe else '_serial'}: {attrs['num_regs']} registers, "
-              f"{attrs['local_size_bytes']} B local, {attrs['shared_size_bytes']} B static smem, max threads "
-              f"{attrs['max_threads_per_block']}, dynamic smem {sol._SMEM} B")
+    f, sms = sol._device_state()
+    attrs = f.attributes
+    print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}, {sms} SMs")
+    print(f"  gemm_fp8_blockscaled: {attrs['num_regs']} registers, {attrs['local_size_bytes']} B local, "
+          f"{attrs['shared_size_bytes']} B static smem, max threads {attrs['max_threads_per_block']}, "
+          f"dynamic smem {sol._SMEM} B")
 
 
 def _ex13_bf16_ms(M, N, K):
@@ -156,11 +147,6 @@ def bench(M, N, K, rng):
         t4 = median_ms(lambda: sol.solve(a, sa, b, sb, d))
         sol._VEC16 = True
         line += f" (4-byte epilogue {t4:.3f} ms: x{t4 / t:.3f})"
-    if _PIPELINED:
-        sol._PIPE = False   # one k-block in flight per consumer (kernel.cu's _serial kernel) beside it
-        ts = median_ms(lambda: sol.solve(a, sa, b, sb, d))
-        sol._PIPE = True
-        line += f" (one k-block in flight {ts:.3f} ms: x{ts / t:.3f})"
     if (M, N, K) == (8192, 8192, 8192):
         t13 = _ex13_bf16_ms(M, N, K)
         line += f"; ex13 bf16 {t13:.3f} ms (ours x{t13 / t:.2f}, target >= 2)"
@@ -188,8 +174,6 @@ def main():
     ap.add_argument("--kinds", nargs="*", default=list(KINDS))
     ap.add_argument("--group-m", nargs="*", type=int, default=[],
                     help="with --bench: time these values of solution.py's _GROUP_M as well (side by side)")
-    ap.add_argument("--solution", default=str(_SOLUTION), help="a folder with solution.py and kernel.cu "
-                    "(default: the reference solution; e.g. drafts/ex15_pipelined)")
     ap.add_argument("--no-pool", action="store_true",
                     help="CuPy's memory pool off (compute-sanitizer sees out-of-bounds accesses only then)")
     args = ap.parse_args()
@@ -201,14 +185,12 @@ def main():
     print(f"compiled in {time.time() - t0:.1f} s", flush=True)
     rng = cp.random.default_rng(0)
     failed = False
-    for max_ctas, pipe in ((None, True), (3, True)) + (((None, False),) if _PIPELINED else ()):
+    for max_ctas in (None, 3):
         sol._MAX_CTAS = max_ctas
-        if _PIPELINED:
-            sol._PIPE = pipe
         for M, N, K in shapes:
             for kind in args.kinds:
                 problems, worst, nratio, acc = check(M, N, K, kind, rng)
-                print(f"{M}x{N}x{K} {kind} grid<={max_ctas or 'SMs'}{'' if pipe else ' serial'}: {'OK' if not problems else 'FAIL'} "
+                print(f"{M}x{N}x{K} {kind} grid<={max_ctas or 'SMs'}: {'OK' if not problems else 'FAIL'} "
                       f"(worst err/tol {worst:.3f}, norm-wise err/bound {nratio:.3f}, accumulation error "
                       f"<= {acc:.2e} x magnitude)" + "".join(f"\n    {p}" for p in problems), flush=True)
                 if problems:
