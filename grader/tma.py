@@ -120,8 +120,9 @@ def tensor_map(array: Any, box: Sequence[int], swizzle: int | None = 128, *,
             element_strides, l2_promotion, bool(oob_nan))
     box_key = _int_tuple(box)
     steps_key = None if element_strides is None else _int_tuple(element_strides)
-    if box_key is None or (element_strides is not None and steps_key is None):
-        layout = _layout.__wrapped__(*args)     # not plain integers: validated uncached (it names the argument)
+    if (box_key is None or (element_strides is not None and steps_key is None)
+            or not (_hashable(swizzle) and _hashable(l2_promotion))):
+        layout = _layout.__wrapped__(*args)     # not plain integers, or unhashable: validated uncached (it names the argument)
     else:
         layout = _layout(*args[:3], box_key, swizzle, steps_key, l2_promotion, bool(oob_nan))
     address = int(cai["data"][0])
@@ -138,6 +139,15 @@ def tensor_map(array: Any, box: Sequence[int], swizzle: int | None = 128, *,
 
 _V128 = np.dtype((np.void, TENSOR_MAP_BYTES))
 _BUFFER = ctypes.c_char * (TENSOR_MAP_BYTES + TENSOR_MAP_ALIGN)   # room for a 128-byte-aligned descriptor
+
+
+def _hashable(value: Any) -> bool:
+    """Whether ``value`` can be a cache key (a list given as ``swizzle`` cannot)."""
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
 
 
 def _int_tuple(values: Any) -> tuple[int, ...] | None:
@@ -210,7 +220,7 @@ def _layout(shape: tuple[int, ...], dtype: np.dtype, strides: Any, box: tuple[An
             raise ValueError(f"box: {tuple(box_dim)} has an extent {b} outside 1..{MAX_BOX}")
     if swizzle is None:
         swizzle = 0
-    if swizzle not in SWIZZLES:
+    if not _hashable(swizzle) or swizzle not in SWIZZLES:
         raise ValueError(f"swizzle: {swizzle!r} is not a swizzle span; use 128, 64, 32 or 0 (none)")
     inner = box_dim[-1] * item
     if inner % 16:
@@ -222,7 +232,7 @@ def _layout(shape: tuple[int, ...], dtype: np.dtype, strides: Any, box: tuple[An
     for e in steps:
         if not 1 <= e <= MAX_ELEMENT_STRIDE:
             raise ValueError(f"element_strides: {tuple(steps)} has a step {e} outside 1..{MAX_ELEMENT_STRIDE}")
-    if l2_promotion not in L2_PROMOTIONS:
+    if not _hashable(l2_promotion) or l2_promotion not in L2_PROMOTIONS:
         raise ValueError(f"l2_promotion: {l2_promotion!r} is not one of 0, 64, 128, 256 (bytes)")
     if oob_nan and code not in FLOAT_DATA_TYPES:
         raise ValueError(f"oob_nan: needs a float16, bfloat16, float32 or float64 array, not {dtype.name}")
@@ -260,7 +270,13 @@ def _encode(tensor_map_ptr: int, layout: Layout, global_address: int) -> None:
         via_binding = _cuda_python_encoder()
         if via_binding is None:
             raise
-        via_binding(tensor_map_ptr, layout, global_address)
+        try:
+            via_binding(tensor_map_ptr, layout, global_address)
+        except TensorMapError:
+            raise
+        except Exception as exc:   # e.g. the binding's own "driver library not found"
+            raise TensorMapError(f"cuTensorMapEncodeTiled through cuda-python failed: {type(exc).__name__}: {exc} "
+                                 "(tensor maps need an NVIDIA driver)") from None
         return
     dims, strides, boxes, steps = layout.c_args
     result = lib.cuTensorMapEncodeTiled(ctypes.c_void_p(tensor_map_ptr), layout.data_type, layout.rank,

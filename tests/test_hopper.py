@@ -329,6 +329,36 @@ def test_tensor_map_cache_does_not_let_equal_non_integers_pass(calls, box) -> No
     assert len(calls) == 1
 
 
+@pytest.mark.parametrize("kwargs, names", [({"swizzle": [128]}, "swizzle: [128]"),
+                                            ({"l2_promotion": {128: 1}}, "l2_promotion: {128: 1}")])
+def test_tensor_map_an_unhashable_option_is_named(calls, kwargs, names) -> None:
+    """An option the layout cache cannot take as a key gets the same one-line error as any bad value
+    (not the cache's 'unhashable type')."""
+    with pytest.raises(ValueError) as err:
+        gk.tensor_map(FakeDeviceArray((8, 16), np.float32), (8, 16), **kwargs)
+    assert names in str(err.value)
+    assert calls == []
+
+
+def test_a_failing_cuda_python_fallback_raises_tensor_map_error(monkeypatch) -> None:
+    """Without libcuda.so.1 the binding is the fallback; whatever it raises (cuda-python's own
+    'driver library not found', say) reaches the solution as TensorMapError with one line."""
+    def no_lib():
+        raise tma.TensorMapError("the CUDA driver library libcuda.so.1 cannot be loaded")
+
+    class DriverNotFound(RuntimeError):
+        pass
+
+    def binding_encode(ptr, layout, address):
+        raise DriverNotFound("libcuda.so.1 not found")
+
+    monkeypatch.setattr(tma, "_libcuda", no_lib)
+    monkeypatch.setattr(tma, "_cuda_python_encoder", lambda: binding_encode)
+    with pytest.raises(tma.TensorMapError) as err:
+        tma.tensor_map(FakeDeviceArray((100, 72), np.float32), (32, 16))
+    assert "DriverNotFound: libcuda.so.1 not found" in str(err.value) and "\n" not in str(err.value)
+
+
 def test_tensor_map_without_swizzle_takes_a_wide_box(calls) -> None:
     gk.tensor_map(FakeDeviceArray((8, 64), np.float32), (8, 64), swizzle=0)
     assert calls[0]["box_dim"] == [64, 8] and calls[0]["swizzle"] == 0
