@@ -118,12 +118,13 @@ def check(M, N, K, kind, rng):
 
 
 def resources():
-    f, sms = sol._device_state()
-    attrs = f.attributes
+    funcs, sms = sol._device_state()
     print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}, {sms} SMs")
-    print(f"  gemm_fp8_blockscaled: {attrs['num_regs']} registers, {attrs['local_size_bytes']} B local, "
-          f"{attrs['shared_size_bytes']} B static smem, max threads {attrs['max_threads_per_block']}, "
-          f"dynamic smem {sol._SMEM} B")
+    for pipe, f in funcs.items():
+        attrs = f.attributes
+        print(f"  gemm_fp8_blockscaled{'' if pipe else '_serial'}: {attrs['num_regs']} registers, "
+              f"{attrs['local_size_bytes']} B local, {attrs['shared_size_bytes']} B static smem, max threads "
+              f"{attrs['max_threads_per_block']}, dynamic smem {sol._SMEM} B")
 
 
 def _ex13_bf16_ms(M, N, K):
@@ -147,6 +148,10 @@ def bench(M, N, K, rng):
         t4 = median_ms(lambda: sol.solve(a, sa, b, sb, d))
         sol._VEC16 = True
         line += f" (4-byte epilogue {t4:.3f} ms: x{t4 / t:.3f})"
+    sol._PIPE = False   # one k-block in flight per consumer (kernel.cu's _serial kernel) beside it
+    ts = median_ms(lambda: sol.solve(a, sa, b, sb, d))
+    sol._PIPE = True
+    line += f" (one k-block in flight {ts:.3f} ms: x{ts / t:.3f})"
     if (M, N, K) == (8192, 8192, 8192):
         t13 = _ex13_bf16_ms(M, N, K)
         line += f"; ex13 bf16 {t13:.3f} ms (ours x{t13 / t:.2f}, target >= 2)"
@@ -185,12 +190,12 @@ def main():
     print(f"compiled in {time.time() - t0:.1f} s", flush=True)
     rng = cp.random.default_rng(0)
     failed = False
-    for max_ctas in (None, 3):
-        sol._MAX_CTAS = max_ctas
+    for max_ctas, pipe in ((None, True), (3, True), (None, False)):
+        sol._MAX_CTAS, sol._PIPE = max_ctas, pipe
         for M, N, K in shapes:
             for kind in args.kinds:
                 problems, worst, nratio, acc = check(M, N, K, kind, rng)
-                print(f"{M}x{N}x{K} {kind} grid<={max_ctas or 'SMs'}: {'OK' if not problems else 'FAIL'} "
+                print(f"{M}x{N}x{K} {kind} grid<={max_ctas or 'SMs'}{'' if pipe else ' serial'}: {'OK' if not problems else 'FAIL'} "
                       f"(worst err/tol {worst:.3f}, norm-wise err/bound {nratio:.3f}, accumulation error "
                       f"<= {acc:.2e} x magnitude)" + "".join(f"\n    {p}" for p in problems), flush=True)
                 if problems:

@@ -34,8 +34,9 @@ _SMEM = 1024 + _STAGES * (_BM + _BN) * _BK + 2 * _STAGES * 8   # = H_SMEM_BYTES 
 _GROUP_M = 16
 _MAX_CTAS = None                       # a smaller persistent grid (tests: several tiles per CTA)
 _VEC16 = True                          # 16-byte epilogue stores where N % 8 == 0 (kernel.cu: vec_store 2)
+_PIPE = True                           # two k-blocks in flight per consumer (False: kernel.cu's _serial kernel)
 
-_state = {}        # device -> (module, kernel, number of SMs)
+_state = {}        # device -> ({pipelined: kernel}, number of SMs)
 _maps = {}
 _launches = {}     # (M, N, K, SMs, knobs, vec_store) -> (grid, the int32 arguments): built once per shape
 
@@ -90,10 +91,13 @@ def _device_state():
     dev = cp.cuda.runtime.getDevice()
     st = _state.get(dev)
     if st is None:
-        f = load("kernel.cu").get_function("gemm_fp8_blockscaled")
-        f.max_dynamic_shared_size_bytes = _SMEM           # above the default 48 KB
+        module = load("kernel.cu")
+        funcs = {}
+        for pipe, name in ((True, "gemm_fp8_blockscaled"), (False, "gemm_fp8_blockscaled_serial")):
+            funcs[pipe] = module.get_function(name)
+            funcs[pipe].max_dynamic_shared_size_bytes = _SMEM    # above the default 48 KB
         sms = cp.cuda.runtime.getDeviceProperties(dev)["multiProcessorCount"]
-        st = _state[dev] = (f, sms)
+        st = _state[dev] = (funcs, sms)
     return st
 
 
@@ -114,7 +118,8 @@ def solve(a, sa, b, sb, d):
     if K == 0:
         d.fill(0)
         return
-    f, sms = _device_state()
+    funcs, sms = _device_state()
+    f = funcs[_PIPE]
     vec = 2 if (_VEC16 and N % 8 == 0 and d.data.ptr % 16 == 0) else int(N % 2 == 0 and d.data.ptr % 4 == 0)
     key = (M, N, K, sms, _GROUP_M, _MAX_CTAS, vec)
     launch = _launches.get(key)
