@@ -28,20 +28,21 @@ order (logs in OUT/logs/<phase>[-<n>].txt):
    fault would end every later test of a shared process), in a pytest process of their own.
 8. serial, alone: any other GPU test (a new test lands here until it is classified).
 
-The whole suite takes about 23 minutes of one H200, more than one device call (measured
-2026-12-01, benchmarks/RESULTS.md "eighth session": gate 52 s, shared x4 197 s, timed 67 s,
-full_marks 198 s, bundle 248 s for its 15 calibration-basis tests, ladder over 100 s). Run it in
-two or three calls, e.g.
+The whole suite takes about 28 minutes of one H200, more than one device call (measured
+2026-12-04, benchmarks/RESULTS.md "twenty-fifth session": gate 20 s, shared x4 196 s, timed 54 s,
+isolated 4 s, full_marks 388 s, bundle ~520 s for its 23 tests, ladder ~470 s for its 16). Run it
+in four calls, e.g.
 
     python3 benchmarks/gpu_suite.py --list                                  # the plan, no GPU needed
-    python3 benchmarks/gpu_suite.py --phases gate,shared,timed,full_marks --limit-s 580   # call 1, ~520 s
-    python3 benchmarks/gpu_suite.py --phases ladder,isolated,serial         # call 2, ~300 s
-    python3 benchmarks/gpu_suite.py --phases bundle                         # call 3, ~500 s
+    python3 benchmarks/gpu_suite.py --phases gate,shared,timed,isolated,serial   # call 1, ~280 s
+    python3 benchmarks/gpu_suite.py --phases full_marks                     # call 2, ~390 s
+    python3 benchmarks/gpu_suite.py --phases ladder                         # call 3, ~470 s
+    python3 benchmarks/gpu_suite.py --phases bundle                         # call 4, ~520 s
     python3 benchmarks/gpu_suite.py --phases shared -k sanitize             # a subset: pytest -k
 
-On two GPUs, run two of these at once with CUDA_VISIBLE_DEVICES=0 and =1 and different --out;
-benchmarks/gpu_x2.sh does that for the whole suite, with `grade calibrate` of every exercise twice
-beside it, in two device calls.
+On two GPUs, run two of these at once with CUDA_VISIBLE_DEVICES=0 and =1 and different
+--out; benchmarks/gpu_x2.sh does that for the whole suite, with `grade calibrate` of every exercise
+twice beside it, in three device calls.
 
 Exit status: 0 when every selected test passed (a skip or a test cut off by the time limit is not a
 pass), 1 otherwise, 2 when the gate failed.
