@@ -31,7 +31,7 @@ from grader.sandbox.kernel_trace import KernelPolicy, OwnKernels, base_name
 from grader.sandbox.supervisor import KIND_TEXT, Outcome, Worker, WorkerConfig, times_continued
 from grader.sandbox.watch import GpuDrain
 from grader.spec import Benchmark, Spec
-from grader.static import CUDA_SOURCE_SUFFIXES, include_folders, missing_ptx, source_files, static_check, strip_comments
+from grader.static import cuda_sources, include_folders, missing_ptx, static_check, strip_comments
 from grader.timing import (BASELINE, OUTSIDE_SHARE, REFERENCE, UNEVEN_RATIO, Binding, Contestant, Rig, ShapeResult,
                            StopPolicy, run_benchmark)
 
@@ -222,7 +222,7 @@ class Grader:
         """What decides the kernels a graded call may run (see :class:`KernelPolicy`): the kernels
         of the modules the worker compiles from the submission's ``.cu`` files with the exercise's
         options, and the spec's ``allowed_kernels``."""
-        files = [f for f in source_files(self.submission) if f.suffix in CUDA_SOURCE_SUFFIXES]
+        files = cuda_sources(self.submission)
         return KernelPolicy(tuple(strip_comments(f.read_text(errors="replace"), f.name) for f in files),
                             self.submission.resolve(), self.spec.allowed_kernels, self.spec.forbidden_headers,
                             include_folders(self.spec.compile_options))

@@ -104,8 +104,11 @@ def static_check(spec: Spec, submission: Path) -> tuple[str, str] | None:
         undecodable = not_utf8(submission / f)
         if undecodable:
             return "bad_submission", undecodable
-    sources = {str(f.relative_to(submission)): strip_comments(f.read_text(errors="replace"), f.name)
-               for f in source_files(submission)}
+    files = source_files(submission)
+    _, computed = included_files(submission, [f for f in files if f.suffix in CUDA_SOURCE_SUFFIXES])
+    if computed:
+        return "bad_submission", computed
+    sources = {str(f.relative_to(submission)): strip_comments(f.read_text(errors="replace"), f.name) for f in files}
     for pattern in spec.forbidden:
         for f, text in sources.items():
             m = re.search(pattern, text)
@@ -442,11 +445,79 @@ def copied_library_code(spec: Spec, submission: Path) -> str | None:
 def source_files(submission: Path) -> list[Path]:
     """kernel.cu, solution.py, then every other CUDA source (``CUDA_SOURCE_SUFFIXES``) and Python
     file under ``submission`` (an #include or an import can bring any of them in), except in
-    hidden folders (``.ipynb_checkpoints``, ``.git``)."""
+    hidden folders (``.ipynb_checkpoints``, ``.git``), then every other file of the folder that
+    those CUDA sources ``#include`` (:func:`included_files`: any name or suffix, hidden folders too;
+    NVRTC includes ``.vendor/x.inl`` as readily as ``kernel.cu``)."""
     first = [submission / f for f in SUBMISSION_FILES]
     rest = sorted(f for f in submission.rglob("*") if f.suffix in (*CUDA_SOURCE_SUFFIXES, ".py") and f.is_file()
                   and f not in first and not hidden(f.relative_to(submission)))
-    return first + rest
+    listed = first + rest
+    cuda = [f for f in listed if f.suffix in CUDA_SOURCE_SUFFIXES and f.is_file()]
+    included, _ = included_files(submission, cuda)
+    return listed + [f for f in included if f not in listed]
+
+
+def cuda_sources(submission: Path) -> list[Path]:
+    """The files of ``submission`` that can hold its CUDA code: :func:`source_files` but Python."""
+    return [f for f in source_files(submission) if f.suffix != ".py"]
+
+
+# A preprocessing directive that includes a file: `#` or its digraph `%:`, then include or
+# include_next (NVRTC takes both); its operand is "name", <name>, or anything else (a macro: a
+# computed include). Read after comments are removed and backslash-newlines spliced, as the
+# preprocessor does (C++17 [lex.phases] phases 2 and 3).
+_INCLUDE = re.compile(r'^[ \t]*(?:#|%:)[ \t]*include(?:_next)?\b[ \t]*(?:"([^"\n]*)"|<([^>\n]*)>|([^\n]*))', re.M)
+
+
+def included_files(submission: Path, roots: list[Path]) -> tuple[list[Path], str | None]:
+    """Every file under ``submission`` that the files ``roots`` ``#include``, directly or through
+    each other (any name or suffix, hidden folders too), in the order found; and one line (file,
+    line and the fix) for the first computed include (``#include MACRO``), which names no file the
+    grader can check, else None. An include is resolved as NVRTC resolves it: next to the file
+    that includes it, then in the submission's folder (the worker's include path); a name that
+    resolves outside the folder (a CUDA header) or to nothing is skipped. Every include directive
+    counts, also one under ``#if 0``: reading too much is safe. :func:`folder_problem` must have
+    passed (no links; sizes bounded)."""
+    base = submission.resolve()
+    found: list[Path] = []
+    seen = {f.resolve() for f in roots}
+    queue = list(roots)
+    computed: str | None = None
+    while queue:
+        path = queue.pop(0)
+        try:
+            text = strip_comments(path.read_text(errors="replace"), "x.cu")
+        except OSError:
+            continue
+        spliced = re.sub(r"\\\r?\n", "", text)
+        for m in _INCLUDE.finditer(spliced):
+            name = m.group(1) if m.group(1) is not None else m.group(2)
+            if name is None:
+                if computed is None and m.group(3).strip():
+                    line = text.count("\n", 0, _unspliced_offset(text, m.start())) + 1
+                    computed = (f"{path.relative_to(submission)}:{line}: #include {m.group(3).strip()} names no file "
+                                f"(a computed include): the grader checks every file kernel.cu includes; fix: write "
+                                f'the file name, #include "file.cuh"')
+                continue
+            for folder in (path.parent, submission):
+                target = (folder / name).resolve()
+                if target.is_file() and target.is_relative_to(base):
+                    if target not in seen:
+                        seen.add(target)
+                        found.append(submission / target.relative_to(base))
+                        queue.append(submission / target.relative_to(base))
+                    break
+    return found, computed
+
+
+def _unspliced_offset(text: str, spliced_offset: int) -> int:
+    """The offset in ``text`` of ``spliced_offset`` in ``text`` with its backslash-newlines removed."""
+    removed = 0
+    for m in re.finditer(r"\\\r?\n", text):
+        if m.start() - removed > spliced_offset:
+            break
+        removed += len(m.group(0))
+    return spliced_offset + removed
 
 
 def not_utf8(path: Path) -> str | None:

@@ -1137,3 +1137,28 @@ def test_a_failed_timed_round_without_w_is_its_own_error_not_tampering():
         assert "not marked (W line)" in sv.Worker._foreign_kernels(w, "time", True)
     finally:
         f.close()
+
+
+def test_a_kernel_name_defined_in_two_cu_files_is_refused(tmp_path):
+    """Red-team finding (twenty-fifth session, ex13): kernel.cu did the GEMM with a plain SIMT kernel
+    named like the reference's, and decoy.cu (loaded by the worker's preload, never launched)
+    defined a wgmma kernel of the same name: a launch is traced by name, so the required-PTX check
+    read the decoy's PTX too and gave the plain kernel performance points. Two definitions of one
+    kernel name across the .cu files are refused before anything runs, naming both files."""
+    from grader.kernel import compile_source
+    plain = 'extern "C" __global__ void gemm(float* c) { c[threadIdx.x] = 1.0f; }\n'
+    decoy = ('extern "C" __global__ void gemm(float* c) {\n'
+             '  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, '
+             '{%8,%9}, {%0,%1,%2,%3};" : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3]) : "r"(0), "r"(0), "r"(0), '
+             '"r"(0), "r"(0), "r"(0));\n}\n')
+    texts = {}
+    for name, source in (("kernel.cu", plain), ("decoy.cu", decoy), ("other.cu", plain.replace("gemm", "pad"))):
+        (tmp_path / name).write_text(source)
+        texts[name] = compile_source(source, tmp_path / name, ("-std=c++17",), "sm_90")[1]
+    own = kt.KernelPolicy((plain, decoy), tmp_path).judge(texts, {})
+    assert own.duplicates == (("gemm", ("kernel.cu", "decoy.cu")),)
+    assert own.forbidden_code() == ("kernel gemm is defined in kernel.cu and decoy.cu: the grader knows a launched "
+                                    "kernel by its name, so each name must have one definition; fix: rename or "
+                                    "remove the copy")
+    distinct = kt.KernelPolicy((plain,), tmp_path).judge({"kernel.cu": texts["kernel.cu"], "other.cu": texts["other.cu"]}, {})
+    assert distinct.duplicates == () and distinct.forbidden_code() == ""

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from grader import ptx
 from grader.static import missing_ptx, source_files, static_check
 from tests.conftest import spec_of
@@ -130,3 +132,47 @@ def test_string_literals_the_compiler_does_not_write_make_a_module_unreadable():
     assert "index 2 named twice" in ptx.parse(twice).unreadable
     inside = MODULE.replace(".loc 1 9 1\n", '.loc 1 9 1\n.pragma "nounroll";\n')
     assert ptx.parse(inside).unreadable == "" and "nounroll" not in ptx.parse(inside).code_of({"decoy"})
+
+
+@pytest.mark.parametrize("directive", [
+    '#include "third_party/kernels.inl"',          # a suffix that is not a CUDA source's
+    '#include ".vendor/kernels.inl"',              # a hidden folder
+    '%:include "third_party/kernels.inl"',         # the digraph of #
+    '#include_next "third_party/kernels.inl"',     # NVRTC takes include_next too
+    '#inc\\\nlude "third_party/kern\\\nels.inl"',  # backslash-newlines, spliced before directives
+    '# /* c */ include <third_party/kernels.inl>',   # a comment, the <> form (the folder is on the path)
+    '#if 0\n#include "third_party/kernels.inl"\n#endif',   # every include counts: reading too much is safe
+])
+def test_every_file_kernel_cu_includes_is_read_by_the_word_check(tmp_path, directive):
+    """Red-team finding (twenty-fifth session): a forbidden library's code in a file the word check
+    did not read (another suffix, a hidden folder) came in through kernel.cu's #include, and was
+    graded as the submission's own. Every file of the folder that the CUDA sources include, by
+    any spelling of the directive and through other included files, is read."""
+    (tmp_path / "kernel.cu").write_text(directive + '\nextern "C" __global__ void probe(int* p) {}\n')
+    (tmp_path / "solution.py").write_text("def solve(a, b): pass\n")
+    for folder in ("third_party", ".vendor"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "kernels.inl").write_text('#include "more.txt"\n')
+        (tmp_path / folder / "more.txt").write_text("// fine\nnamespace vllm {}\n#include \"kernels.inl\"\n")   # a cycle
+    spec = replace(spec_of("ex12_gemm_tensorcore"), forbidden=(r"\bvllm\b",), required=())
+    kind, message = static_check(spec, tmp_path)
+    assert kind == "forbidden" and message.endswith("more.txt:2: uses 'vllm', which this exercise forbids "
+                                                    "([features] forbidden)")
+    listed = [str(f.relative_to(tmp_path)) for f in source_files(tmp_path)]
+    assert listed[:2] == ["kernel.cu", "solution.py"] and len(listed) == 4 and any(f.endswith("more.txt") for f in listed)
+
+
+def test_a_computed_include_is_refused_and_a_file_outside_the_folder_is_not_followed(tmp_path):
+    """An #include of a macro names no file the grader can check: refused with the file, line and
+    fix. An include that resolves outside the folder (CUDA's headers) is the compiler's business."""
+    (tmp_path / "solution.py").write_text("def solve(a, b): pass\n")
+    (tmp_path / "kernel.cu").write_text('#include <cuda_fp16.h>\n#include "../outside.cuh"\n'
+                                        '#define F "x.inl"\n#include F\n')
+    (tmp_path.parent / "outside.cuh").write_text("namespace vllm {}\n")
+    spec = replace(spec_of("ex12_gemm_tensorcore"), forbidden=(r"\bvllm\b",), required=())
+    assert static_check(spec, tmp_path) == (
+        "bad_submission", 'kernel.cu:4: #include F names no file (a computed include): the grader checks every file '
+        'kernel.cu includes; fix: write the file name, #include "file.cuh"')
+    (tmp_path / "kernel.cu").write_text('#include <cuda_fp16.h>\n#include "../outside.cuh"\n')
+    assert static_check(spec, tmp_path) is None
+    assert [f.name for f in source_files(tmp_path)] == ["kernel.cu", "solution.py"]

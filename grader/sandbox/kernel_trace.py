@@ -542,7 +542,10 @@ class OwnKernels:
     comes from an included header only, or that inline device code of a forbidden header folder
     (``headers``: entry -> that header, see :func:`library_code`), never own; ``unreadable``: a
     line of its PTX the grader cannot read reliably (see ``grader.ptx.Module.unreadable``), which
-    refuses the submission. Beyond the name, a traced kernel is own only when
+    refuses the submission; ``duplicates``: (kernel, the files that define it) for each ``.entry``
+    name defined by more than one of its ``.cu`` files, which refuses the submission too (a traced
+    launch carries a name, not the file: the required-PTX check would read every file's kernel of
+    that name, a decoy's included). Beyond the name, a traced kernel is own only when
     its function is in one of the modules the worker loaded from the submission's ``.cu`` files
     before any submission code ran (:attr:`Launch.own_module`)."""
     entries: frozenset[str]
@@ -554,15 +557,18 @@ class OwnKernels:
     library: frozenset[str] = frozenset()
     headers: tuple[tuple[str, str], ...] = ()
     unreadable: str = ""
+    duplicates: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @staticmethod
     def of(sources: list[str], ptx: list[str], allowed: tuple[str, ...] = (), *, compiler: bool = True,
            uncompiled: tuple[str, ...] = (), folder: Path | None = None,
-           forbidden_headers: tuple[str, ...] = (), include_roots: tuple[str, ...] | None = None) -> "OwnKernels":
+           forbidden_headers: tuple[str, ...] = (), include_roots: tuple[str, ...] | None = None,
+           ptx_files: tuple[str, ...] = ()) -> "OwnKernels":
         """From the submission's CUDA sources (comments removed) and the PTX of its ``.cu`` files
         ("" where a file did not compile; with line information, see :func:`entries_from`, whose
         files must lie under ``folder``); ``compiler``: whether a compiler could be loaded here
-        (without one, no PTX exists and the declared names stand in)."""
+        (without one, no PTX exists and the declared names stand in); ``ptx_files``: the ``.cu``
+        file of each PTX text, in the same order, for messages."""
         from grader.kernel import defined_kernel_names, kernel_names
 
         def mine(name: str) -> bool:
@@ -578,15 +584,28 @@ class OwnKernels:
         # a template instantiation is matched by name: only templates the sources define count (a
         # declaration alone, say of cuBLAS's dot_kernel, defines nothing the submission wrote)
         templates = frozenset(n for text in sources for n in defined_kernel_names(text)) & declared
+        defined_in: dict[str, list[str]] = {}
+        for k, m in enumerate(modules):
+            for n in m.entries:
+                defined_in.setdefault(n, []).append(ptx_files[k] if k < len(ptx_files) else f"module {k + 1}")
+        duplicates = tuple(sorted((n, tuple(files)) for n, files in defined_in.items() if len(files) > 1))
         return OwnKernels(entries, templates, frozenset() if compiler else declared, tuple(allowed), mangled,
-                          tuple(uncompiled), frozenset(every - entries), tuple(sorted(headers.items())), unreadable)
+                          tuple(uncompiled), frozenset(every - entries), tuple(sorted(headers.items())), unreadable,
+                          duplicates)
 
     def forbidden_code(self) -> str:
         """One line naming the kernels that inline device code of a ``[features] forbidden_headers``
-        entry or of a file outside the submission and the include folders ("" when none does): such
-        a submission is refused before it runs."""
+        entry or of a file outside the submission and the include folders, or a kernel name defined
+        in two ``.cu`` files, or PTX the grader cannot read ("" when none): such a submission is
+        refused before it runs."""
         if self.unreadable:
             return unreadable_message(self.unreadable)
+        if self.duplicates:
+            name, files = self.duplicates[0]
+            n = len(self.duplicates) - 1
+            more = f" (and {n} more kernel{'s' if n > 1 else ''})" if n else ""
+            return (f"kernel {base_name(name)} is defined in {' and '.join(files)}{more}: the grader knows a launched "
+                    f"kernel by its name, so each name must have one definition; fix: rename or remove the copy")
         if not self.headers:
             return ""
         return "; ".join(library_text(e, h) for e, h in self.headers)
@@ -666,7 +685,7 @@ class KernelPolicy:
         could not compile ``failed`` ({file: why}); files are relative to ``folder``."""
         return OwnKernels.of(list(self.sources), list(ptx.values()), self.allowed, uncompiled=tuple(sorted(failed)),
                              folder=self.folder, forbidden_headers=self.forbidden_headers,
-                             include_roots=self.include_roots)
+                             include_roots=self.include_roots, ptx_files=tuple(ptx))
 
 
 _SOURCE_NAME = re.compile(r"(\d+)")
