@@ -1,0 +1,1 @@
+#include "vllm/attention_kernels.cuh"
