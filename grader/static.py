@@ -104,8 +104,7 @@ def static_check(spec: Spec, submission: Path) -> tuple[str, str] | None:
         undecodable = not_utf8(submission / f)
         if undecodable:
             return "bad_submission", undecodable
-    files = source_files(submission)
-    _, computed = included_files(submission, [f for f in files if f.suffix in CUDA_SOURCE_SUFFIXES])
+    files, computed = _source_files(submission)
     if computed:
         return "bad_submission", computed
     sources = {str(f.relative_to(submission)): strip_comments(f.read_text(errors="replace"), f.name) for f in files}
@@ -448,13 +447,18 @@ def source_files(submission: Path) -> list[Path]:
     hidden folders (``.ipynb_checkpoints``, ``.git``), then every other file of the folder that
     those CUDA sources ``#include`` (:func:`included_files`: any name or suffix, hidden folders too;
     NVRTC includes ``.vendor/x.inl`` as readily as ``kernel.cu``)."""
+    return _source_files(submission)[0]
+
+
+def _source_files(submission: Path) -> tuple[list[Path], str | None]:
+    """:func:`source_files`, and :func:`included_files`' line about a computed include."""
     first = [submission / f for f in SUBMISSION_FILES]
     rest = sorted(f for f in submission.rglob("*") if f.suffix in (*CUDA_SOURCE_SUFFIXES, ".py") and f.is_file()
                   and f not in first and not hidden(f.relative_to(submission)))
     listed = first + rest
-    cuda = [f for f in listed if f.suffix in CUDA_SOURCE_SUFFIXES and f.is_file()]
-    included, _ = included_files(submission, cuda)
-    return listed + [f for f in included if f not in listed]
+    included, computed = included_files(submission, [f for f in listed if f.suffix in CUDA_SOURCE_SUFFIXES
+                                                     and f.is_file()])
+    return listed + [f for f in included if f not in listed], computed
 
 
 def cuda_sources(submission: Path) -> list[Path]:
