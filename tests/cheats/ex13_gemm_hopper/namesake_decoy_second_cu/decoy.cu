@@ -2,9 +2,13 @@
 // The worker compiles every .cu file of the folder; solution.py loads only kernel.cu.
 __device__ __forceinline__ void wgmma_op(float* d, unsigned long long da, unsigned long long db, int scale)
 {
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)   // wgmma exists on sm_90a only (ex13's arch)
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\nwgmma.fence.sync.aligned;\n"
                  "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%0, %1, %2, %3}, %4, %5, p, 1, 1, 0, 0;\n}\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "l"(da), "l"(db), "r"(scale));
+#else
+    __trap();
+#endif
 }
 extern "C" __global__ void gemm_hopper_f16(const void* a, const void* b, float* c, int M, int N, int K)
 {
