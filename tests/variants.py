@@ -16,121 +16,27 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @dataclass(frozen=True)
 class Variant:
-    """``solutions/<exercise>/`` with ``old`` replaced by ``new`` in ``file``; ``why``: what the
-    change does and what the grader must make of it; ``more``: further (file, old, new) changes of
-    the same variant, applied in order (a change that spans several places)."""
+    """``solutions/<exercise>/`` with ``old`` replaced by ``new`` in ``file``; with ``until``, the
+    text from ``old`` up to (not including) the first ``until`` after it is replaced (a block named
+    by its first line and what follows it, not copied whole); ``why``: what the change does and
+    what the grader must make of it; ``more``: further (file, old, new) changes of the same
+    variant, applied in order (a change that spans several places)."""
     exercise: str
     file: str
     old: str
     new: str
     why: str
     more: tuple[tuple[str, str, str], ...] = ()
+    until: str = ""
 
 
-# ex15's consumers, as the reference has them (per k-block: a fresh accumulator set, then the
-# promotion into fp32 with the k-block's scales; two k-blocks in flight, or one in the _serial
-# kernel) and as the shortcut writes them (one accumulator over all of K on the tensor core, the
-# first k-block's scales applied once after the loop).
-_EX15_PROMOTED = """\
-        float acc[H_ACC], blk[H_ACC], blk2[H_ACC];
-#pragma unroll
-        for (int i = 0; i < H_ACC; ++i)
-            blk[i] = blk2[i] = 0.f;                              // never read (scale-d = 0), but defined
-        int s = 0;
-        unsigned phase = 0;
-        // one k-block: wait for its stage, issue its 4 wgmma k32 steps into b (the first with
-        // scale-d = 0) and commit them; returns the stage it reads
-        auto issue = [&](float (&b)[H_ACC]) {
-            mbar_wait(bars + 8 * s, phase);                      // stage s loaded
-            const unsigned long long da = smem_desc(sa_tiles + s * H_A_BYTES + c * 64 * 128);
-            const unsigned long long db = smem_desc(sb_tiles + s * H_B_BYTES);
-            acc_fence(b);
-            wgmma_fence();
-#pragma unroll
-            for (int kk = 0; kk < H_BK / 32; ++kk)              // +32 bytes = +2 in the address field
-                wgmma_e4m3(b, da + 2 * kk, db + 2 * kk, kk != 0);
-            wgmma_commit();
-            const int used = s;
-            if (++s == H_STAGES) {
-                s = 0;
-                phase ^= 1;
-            }
-            return used;
-        };
-        // a completed k-block: release its stage, then promote it into acc in fp32 with its scales
-        auto promote = [&](float (&b)[H_ACC], int stage, float a0, float a1, float bs) {
-            const float s0 = a0 * bs, s1 = a1 * bs;
-            acc_fence(b);
-            if (lane == 0)
-                mbar_arrive(bars + 8 * (H_STAGES + stage));      // this warp is done with the stage
-#pragma unroll
-            for (int j = 0; j < H_ACC / 4; ++j) {
-                acc[4 * j + 0] = fmaf(s0, b[4 * j + 0], acc[4 * j + 0]);
-                acc[4 * j + 1] = fmaf(s0, b[4 * j + 1], acc[4 * j + 1]);
-                acc[4 * j + 2] = fmaf(s1, b[4 * j + 2], acc[4 * j + 2]);
-                acc[4 * j + 3] = fmaf(s1, b[4 * j + 3], acc[4 * j + 3]);
-            }
-        };
-        for (int t = blockIdx.x; t < num_tiles; t += gridDim.x) {
-            int tm, tn;
-            tile_coords(t, tiles_m, tiles_n, group_m, tm, tn);
-            // this thread's two rows of the tile (the accumulator layout in the header)
-            const int row0 = tm * H_BM + c * 64 + warp * 16 + lane / 4, row1 = row0 + 8;
-            const float* sa_row0 = scale_a + static_cast<size_t>(min(row0, M - 1)) * k_blocks;
-            const float* sa_row1 = scale_a + static_cast<size_t>(min(row1, M - 1)) * k_blocks;
-            const float* sb_row = scale_b + static_cast<size_t>(tn) * k_blocks;   // BN = 128: tile column tn
-#pragma unroll
-            for (int i = 0; i < H_ACC; ++i)
-                acc[i] = 0.f;
-            // the scales of k-block kb (rows >= M read row M - 1's, whose products with the
-            // zero-filled A rows are zero and are never stored anyway): loaded before the stage's
-            // wait, so they are in flight while the wgmma run
-            auto scales = [&](int kb, float (&x)[3]) {
-                x[0] = __ldg(sa_row0 + kb);
-                x[1] = __ldg(sa_row1 + kb);
-                x[2] = __ldg(sb_row + kb);
-            };
-            if (!PIPE) {
-                // one k-block at a time: issue, wait for it, promote
-                for (int kb = 0; kb < k_blocks; ++kb) {
-                    float x[3];
-                    scales(kb, x);
-                    const int st = issue(blk);
-                    wgmma_wait<0>();
-                    promote(blk, st, x[0], x[1], x[2]);
-                }
-            } else {
-                // two k-blocks in flight: k-block kb + 1 is issued into the other accumulator set
-                // before kb is promoted, so the tensor cores work during the promotion (wait_group 1)
-                float x[3], y[3];
-                scales(0, x);
-                int st0 = issue(blk), st1;
-                int kb = 0;
-                for (; kb + 2 < k_blocks; kb += 2) {
-                    // blk holds k-block kb, in flight; straight-line so that ptxas can follow the
-                    // two groups (a branch here made it serialize every wgmma)
-                    scales(kb + 1, y);
-                    st1 = issue(blk2);
-                    wgmma_wait<1>();                             // k-block kb done
-                    promote(blk, st0, x[0], x[1], x[2]);
-                    scales(kb + 2, x);
-                    st0 = issue(blk);
-                    wgmma_wait<1>();                             // k-block kb + 1 done
-                    promote(blk2, st1, y[0], y[1], y[2]);
-                }
-                if (kb + 1 < k_blocks) {                         // two k-blocks left: kb (in flight), kb + 1
-                    scales(kb + 1, y);
-                    st1 = issue(blk2);
-                    wgmma_wait<1>();
-                    promote(blk, st0, x[0], x[1], x[2]);
-                    wgmma_wait<0>();
-                    promote(blk2, st1, y[0], y[1], y[2]);
-                } else {                                         // one left: kb
-                    wgmma_wait<0>();
-                    promote(blk, st0, x[0], x[1], x[2]);
-                }
-            }
-"""
+# ex15's consumers, from their accumulators' declaration up to the epilogue (the reference's: per
+# k-block a fresh accumulator set, then the promotion into fp32 with the k-block's scales; two
+# k-blocks in flight, or one in the _serial kernel), and as the shortcut writes them (one
+# accumulator over all of K on the tensor core, the first k-block's scales applied once after the
+# loop).
+_EX15_PROMOTED = "        float acc[H_ACC], blk[H_ACC], blk2[H_ACC];\n"
+_EX15_PROMOTED_END = "\n            // Epilogue: the accumulator layout to D (bfloat16), guarded.\n"
 _EX15_NOT_PROMOTED = """\
         float acc[H_ACC];
 #pragma unroll
@@ -300,7 +206,7 @@ VARIANTS = {
         "ex15_gemm_fp8_blockscaled", "kernel.cu", _EX15_PROMOTED, _EX15_NOT_PROMOTED,
         "one accumulator across all k-blocks and the scales once at the end (the first k-block's): "
         "wrong on every case whose scales differ between k-blocks (every case with K >= 256): fails "
-        "correctness"),
+        "correctness", until=_EX15_PROMOTED_END),
     "ex13_gemm_hopper_wgmma_cp_async": Variant(
         "ex13_gemm_hopper", "kernel.cu", _EX13_TMA_PRODUCER, _EX13_CP_ASYNC_PRODUCER,
         "the ladder's middle rung: the reference's wgmma consumers fed by cp.async copies instead of "
@@ -328,13 +234,19 @@ def build(name: str, dest: Path) -> Path:
 
     Raises:
         KeyError: no such variant. AssertionError: an ``old`` text does not occur exactly once in
-        the reference's file (the reference changed: update the variant).
+        the reference's file, or ``until`` does not follow it (the reference changed: update the
+        variant).
     """
     v = VARIANTS[name]
     shutil.copytree(ROOT / "solutions" / v.exercise, dest, ignore=shutil.ignore_patterns("__pycache__"))
-    for file, old, new in ((v.file, v.old, v.new), *v.more):
+    for k, (file, old, new) in enumerate(((v.file, v.old, v.new), *v.more)):
         path = dest / file
         text = path.read_text()
         assert text.count(old) == 1, f"{name}: {old!r} occurs {text.count(old)} times in solutions/{v.exercise}/{file}"
+        if k == 0 and v.until:
+            at = text.index(old)
+            stop = text.find(v.until, at + len(old))
+            assert stop >= 0, f"{name}: {v.until!r} does not follow {old!r} in solutions/{v.exercise}/{file}"
+            old = text[at:stop]
         path.write_text(text.replace(old, new))
     return dest
