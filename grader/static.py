@@ -470,6 +470,7 @@ def cuda_sources(submission: Path) -> list[Path]:
 # include_next (NVRTC takes both); its operand is "name", <name>, or anything else (a macro: a
 # computed include). Read after comments are removed and backslash-newlines spliced, as the
 # preprocessor does (C++17 [lex.phases] phases 2 and 3).
+_SPLICE = re.compile(r"\\\r?\n")   # a backslash-newline, removed before directives are read
 _INCLUDE = re.compile(r'^[ \t]*(?:#|%:)[ \t]*include(?:_next)?\b[ \t]*(?:"([^"\n]*)"|<([^>\n]*)>|([^\n]*))', re.M)
 
 
@@ -493,7 +494,7 @@ def included_files(submission: Path, roots: list[Path]) -> tuple[list[Path], str
             text = strip_comments(path.read_text(errors="replace"), "x.cu")
         except OSError:
             continue
-        spliced = re.sub(r"\\\r?\n", "", text)
+        spliced = _SPLICE.sub("", text)
         for m in _INCLUDE.finditer(spliced):
             name = m.group(1) if m.group(1) is not None else m.group(2)
             if name is None:
@@ -517,7 +518,7 @@ def included_files(submission: Path, roots: list[Path]) -> tuple[list[Path], str
 def _unspliced_offset(text: str, spliced_offset: int) -> int:
     """The offset in ``text`` of ``spliced_offset`` in ``text`` with its backslash-newlines removed."""
     removed = 0
-    for m in re.finditer(r"\\\r?\n", text):
+    for m in _SPLICE.finditer(text):
         if m.start() - removed > spliced_offset:
             break
         removed += len(m.group(0))
