@@ -10,9 +10,11 @@ Prints microseconds per call (median of ``--reps``) for:
 - cuda-python's binding alone, when installed, with the layout prebuilt;
 - the bare driver call ``cuTensorMapEncodeTiled`` through ctypes with its argument arrays built
   once (the floor of any Python encoder);
-- ex15's reference ``solve`` on 64 x 7168 x 8192 (a 0.035 ms kernel): host time per call and the
-  GPU time per call between CUDA events, 12 input sets back to back, with the tensor maps cached
-  (same addresses each round) and with the cache emptied before each call (new addresses).
+- ex15's reference ``solve`` on 64 x 7168 x 8192 (a 0.031 ms kernel): host time per call and the
+  GPU time per call between CUDA events, 12 input sets back to back: with its template maps pointed
+  at the inputs by the kernel (``_DEVICE_MAPS``, the reference's default), and with maps encoded on
+  the host, cached (same addresses each round) or the cache emptied before each call (new addresses,
+  as in the grader).
 Needs a GPU.
 """
 from __future__ import annotations
@@ -82,7 +84,10 @@ def main() -> None:
     for s in sets:
         v.sol.solve(*s)
     cp.cuda.Device().synchronize()
-    for name, clear in (("tensor maps cached", False), ("cache emptied before each call", True)):
+    for name, device_maps, clear in (("template maps retargeted by the kernel", True, False),
+                                     ("host maps cached", False, False),
+                                     ("host maps, cache emptied before each call", False, True)):
+        v.sol._DEVICE_MAPS = device_maps
         host, gpu = [], []
         for _ in range(10):
             ev[0].record()

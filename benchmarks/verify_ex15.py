@@ -148,6 +148,10 @@ def bench(M, N, K, rng):
         t4 = median_ms(lambda: sol.solve(a, sa, b, sb, d))
         sol._VEC16 = True
         line += f" (4-byte epilogue {t4:.3f} ms: x{t4 / t:.3f})"
+    sol._DEVICE_MAPS = False   # the tensor maps encoded on the host per call (new addresses each time) beside it
+    th = median_ms(lambda: (sol._maps.clear(), sol.solve(a, sa, b, sb, d)))
+    sol._DEVICE_MAPS = True
+    line += f" (maps encoded on the host {th:.3f} ms: x{th / t:.3f})"
     sol._PIPE = False   # one k-block in flight per consumer (kernel.cu's _serial kernel) beside it
     ts = median_ms(lambda: sol.solve(a, sa, b, sb, d))
     sol._PIPE = True
@@ -190,12 +194,19 @@ def main():
     print(f"compiled in {time.time() - t0:.1f} s", flush=True)
     rng = cp.random.default_rng(0)
     failed = False
-    for max_ctas, pipe in ((None, True), (3, True), (None, False)):
-        sol._MAX_CTAS, sol._PIPE = max_ctas, pipe
+    for max_ctas, pipe, device_maps in ((None, True, True), (3, True, True), (None, False, True), (None, True, False)):
+        sol._MAX_CTAS, sol._PIPE, sol._DEVICE_MAPS = max_ctas, pipe, device_maps
         for M, N, K in shapes:
             for kind in args.kinds:
+                decoy = None
+                if device_maps:   # the templates encoded for other arrays of this shape, kept alive: the
+                    sol._maps.clear()   # kernel must point the maps at the checked inputs itself
+                    decoy = inputs(M, N, K, "normal", rng)
+                    sol.solve(*decoy, cp.empty((M, N), dtype=cp.uint16))
                 problems, worst, nratio, acc = check(M, N, K, kind, rng)
-                print(f"{M}x{N}x{K} {kind} grid<={max_ctas or 'SMs'}{'' if pipe else ' serial'}: {'OK' if not problems else 'FAIL'} "
+                del decoy
+                print(f"{M}x{N}x{K} {kind} grid<={max_ctas or 'SMs'}{'' if pipe else ' serial'}"
+                      f"{'' if device_maps else ' host maps'}: {'OK' if not problems else 'FAIL'} "
                       f"(worst err/tol {worst:.3f}, norm-wise err/bound {nratio:.3f}, accumulation error "
                       f"<= {acc:.2e} x magnitude)" + "".join(f"\n    {p}" for p in problems), flush=True)
                 if problems:
@@ -205,7 +216,7 @@ def main():
                 break
         if failed:
             break
-    sol._MAX_CTAS = None
+    sol._MAX_CTAS, sol._PIPE, sol._DEVICE_MAPS = None, True, True
     if args.bench and not failed:
         for M, N, K in [(8192, 8192, 8192), (4096, 4096, 4096), (4096, 7168, 2048), (4096, 2112, 7168),
                         (4096, 24576, 1536), (64, 7168, 8192)]:

@@ -78,7 +78,11 @@ def test_ptx_has_the_hopper_fp8_instructions(nvrtc_build):
     for pattern in (r"wgmma\.mma_async\.sync\.aligned\.m64n128k32\.f32\.e4m3\.e4m3",
                     r"cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global\.mbarrier::complete_tx::bytes",
                     r"setmaxnreg\.dec\.sync\.aligned\.u32 40", r"setmaxnreg\.inc\.sync\.aligned\.u32 232",
-                    r"mbarrier\.try_wait\.parity", r"mbarrier\.arrive\.expect_tx", r"wgmma\.wait_group\.sync\.aligned 0"):
+                    r"mbarrier\.try_wait\.parity", r"mbarrier\.arrive\.expect_tx", r"wgmma\.wait_group\.sync\.aligned 0",
+                    # retarget_maps: the template maps pointed at this call's arrays on the device
+                    r"tensormap\.replace\.tile\.global_address\.shared::cta\.b1024\.b64",
+                    r"tensormap\.cp_fenceproxy\.global\.shared::cta\.tensormap::generic\.release\.gpu\.sync\.aligned",
+                    r"fence\.proxy\.tensormap::generic\.acquire\.gpu"):
         assert re.search(pattern, ptx), pattern
     spec = tomllib.loads((EXERCISE / "spec.toml").read_text())
     for pattern in spec["features"]["required_ptx"]:
@@ -110,7 +114,9 @@ def test_shared_memory_and_constants_agree():
     assert (mod._BM, mod._BN, mod._BK, mod._STAGES, mod._THREADS) == (
         d["H_BM"], d["H_BN"], d["H_BK"], d["H_STAGES"], d["H_THREADS"])
     stage = (d["H_BM"] + d["H_BN"]) * d["H_BK"]          # e4m3: one byte an element
-    assert mod._SMEM == 1024 + d["H_STAGES"] * stage + 2 * d["H_STAGES"] * 8 == 197728
+    assert d["H_BAR_BYTES"] >= 2 * d["H_STAGES"] * 8 and d["H_BAR_BYTES"] % 128 == 0   # the maps after it: 128-aligned
+    assert d["H_MAP_BYTES"] == 2 * mod._MAP_BYTES == 256
+    assert mod._SMEM == 1024 + d["H_STAGES"] * stage + d["H_BAR_BYTES"] + d["H_MAP_BYTES"] == 198016
     assert mod._SMEM <= SMEM_LIMIT
     assert d["H_BK"] == 128 == mod._SCALE_BLOCK     # 128 e4m3 = 128 bytes: the swizzle row the descriptors assume
     assert d["H_BN"] == mod._SCALE_BLOCK            # one sb block per tile: the kernel reads sb row tn
@@ -353,6 +359,10 @@ def test_tensor_maps_come_from_the_grader_with_the_kernels_boxes(monkeypatch):
     mod._tensor_map(Fake((512, 1024), 0x7F0000100000), mod._BN, mod._BK)
     assert calls == [((1000, 1024), (128, 128), {"swizzle": 128, "l2_promotion": 128}),
                      ((512, 1024), (128, 128), {"swizzle": 128, "l2_promotion": 128})]
+    # a template (the kernel replaces its address): one per shape and box, whatever the pointer
+    first = mod._tensor_map(Fake((64, 8192), 0x7F0000200000), mod._BM, mod._BK, True)
+    assert mod._tensor_map(Fake((64, 8192), 0x7F0000300000), mod._BM, mod._BK, True) == first
+    assert len(calls) == 3
 
 
 def test_uint8_is_a_tma_data_type():

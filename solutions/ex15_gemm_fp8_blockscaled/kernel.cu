@@ -68,8 +68,11 @@
 #define H_A_BYTES (H_BM * H_BK)                     // 16384
 #define H_B_BYTES (H_BN * H_BK)                     // 16384
 #define H_STAGE_BYTES (H_A_BYTES + H_B_BYTES)       // 32768: the expect_tx count of one stage
-// dynamic shared memory: 1024 bytes of slack to align the base to 1024, the stages, the barriers
-#define H_SMEM_BYTES (1024 + H_STAGES * H_STAGE_BYTES + 2 * H_STAGES * 8)
+#define H_BAR_BYTES 128                             // full[STAGES], empty[STAGES] (96 bytes), padded to 128
+#define H_MAP_BYTES 256                             // the two tensor maps, retargeted (see retarget_maps)
+// dynamic shared memory: 1024 bytes of slack to align the base to 1024, the stages, the barriers,
+// the maps (128-byte aligned: they follow the 1024-aligned barriers' 128 bytes)
+#define H_SMEM_BYTES (1024 + H_STAGES * H_STAGE_BYTES + H_BAR_BYTES + H_MAP_BYTES)
 
 // A CUtensorMap (cuda.h) is 128 opaque bytes, 64-byte aligned; NVRTC has no cuda.h, so this is
 // its stand-in. solution.py encodes it with grader.kernel.tensor_map and passes it by value.
@@ -125,6 +128,43 @@ __device__ __forceinline__ void tma_load_2d(unsigned dst, const TmaDesc* map, un
                  " [%0], [%1, {%3, %4}], [%2];\n"
                  :: "r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(bar), "r"(c0), "r"(c1)
                  : "memory");
+}
+
+// The tensor maps, pointed at this call's A and B on the device (PTX ISA 8.3, sm_90a; the way CUTLASS's
+// grouped GEMMs change operands): the host encodes each map once per shape (any address) and passes
+// the arrays' pointers, so a call with new buffers costs no cuTensorMapEncodeTiled on the host. One
+// warp per CTA: its lanes copy the two 128-byte templates from the parameters into shared memory
+// (`stage`, 128-byte aligned), lane 0 replaces their global address, the warp copies them into the
+// CTA's own slots `own[0..1]` in global memory (a global, not generic, address: the instruction's
+// operand) with a release to the tensor-map proxy, and lane 0
+// acquires them there before its TMA loads read them. A CTA writes only its own slots, and the
+// launches of one stream run one after another, so no slot is rewritten while a TMA reads it.
+__device__ __forceinline__ void retarget_maps(const TmaDesc* tmpl_a, const TmaDesc* tmpl_b, const void* a,
+                                              const void* b, TmaDesc* own, unsigned stage)
+{
+    const int lane = threadIdx.x & 31;
+    const unsigned long long q = lane < 16 ? tmpl_a->opaque[lane] : tmpl_b->opaque[lane - 16];
+    asm volatile("st.shared.u64 [%0], %1;\n" :: "r"(stage + 8 * lane), "l"(q) : "memory");
+    __syncwarp();
+    if (lane == 0) {
+        asm volatile("tensormap.replace.tile.global_address.shared::cta.b1024.b64 [%0], %1;\n"
+                     :: "r"(stage), "l"(reinterpret_cast<unsigned long long>(a)) : "memory");
+        asm volatile("tensormap.replace.tile.global_address.shared::cta.b1024.b64 [%0], %1;\n"
+                     :: "r"(stage + 128), "l"(reinterpret_cast<unsigned long long>(b)) : "memory");
+    }
+    __syncwarp();
+    asm volatile("tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned"
+                 " [%0], [%1], 128;\n" :: "l"(static_cast<unsigned long long>(__cvta_generic_to_global(own))),
+                 "r"(stage) : "memory");
+    asm volatile("tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned"
+                 " [%0], [%1], 128;\n" :: "l"(static_cast<unsigned long long>(__cvta_generic_to_global(own + 1))),
+                 "r"(stage + 128) : "memory");
+    if (lane == 0) {
+        asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;\n"
+                     :: "l"(reinterpret_cast<unsigned long long>(own)) : "memory");
+        asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;\n"
+                     :: "l"(reinterpret_cast<unsigned long long>(own + 1)) : "memory");
+    }
 }
 
 // ---- wgmma ------------------------------------------------------------------------------------
@@ -189,6 +229,7 @@ __device__ __forceinline__ void tile_coords(int t, int tiles_m, int tiles_n, int
 
 template <bool PIPE>
 __device__ __forceinline__ void gemm_fp8_body(const TmaDesc* tma_a, const TmaDesc* tma_b,
+                                              const unsigned char* a_ptr, const unsigned char* b_ptr, TmaDesc* maps,
                                               const float* __restrict__ scale_a, const float* __restrict__ scale_b,
                                               __nv_bfloat16* __restrict__ D, int M, int N, int k_blocks,
                                               int tiles_m, int tiles_n, int group_m, int vec_store)
@@ -213,6 +254,11 @@ __device__ __forceinline__ void gemm_fp8_body(const TmaDesc* tma_a, const TmaDes
     if (wg == 0) {
         // ---- producer warpgroup (as ex13; a stage is one k-block) --------------------------------
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
+        if (maps != nullptr && threadIdx.x < 32) {   // this call's A and B, in the CTA's own slots
+            retarget_maps(tma_a, tma_b, a_ptr, b_ptr, maps + 2 * blockIdx.x, bars + H_BAR_BYTES);
+            tma_a = maps + 2 * blockIdx.x;
+            tma_b = tma_a + 1;
+        }
         if (threadIdx.x == 0) {
             tma_prefetch(tma_a);
             tma_prefetch(tma_b);
@@ -400,12 +446,15 @@ __device__ __forceinline__ void gemm_fp8_body(const TmaDesc* tma_a, const TmaDes
 }
 
 #define H_KERNEL_BODY(PIPE) \
-    gemm_fp8_body<PIPE>(&tma_a, &tma_b, scale_a, scale_b, D, M, N, k_blocks, tiles_m, tiles_n, group_m, vec_store)
+    gemm_fp8_body<PIPE>(&tma_a, &tma_b, a_ptr, b_ptr, maps, scale_a, scale_b, D, M, N, k_blocks, tiles_m, tiles_n, group_m, vec_store)
 #else
 #define H_KERNEL_BODY(PIPE) __trap()   // not sm_90a: wgmma and setmaxnreg do not exist
 #endif
 
-// tma_a: A (M x K) e4m3 bytes, box 128 x 128; tma_b: B (N x K), box 128 x 128; scale_a (M x
+// tma_a: A (M x K) e4m3 bytes, box 128 x 128; tma_b: B (N x K), box 128 x 128; with maps (2 x the
+// grid's 128-byte slots in global memory, 128-byte aligned) they are templates whose global address
+// the kernel replaces with a_ptr and b_ptr (retarget_maps); with maps == nullptr they are used as they
+// are (a_ptr and b_ptr unused). scale_a (M x
 // k_blocks), scale_b (ceil(N / 128) x k_blocks) float32; k_blocks = K / 128; vec_store: 2 = D's
 // rows may be written 8 elements at a time (N % 8 == 0, D 16-byte aligned), 1 = two at a time (N
 // even, D 4-byte aligned), 0 = one at a time. Launch: 384 threads, H_SMEM_BYTES of dynamic shared
@@ -413,6 +462,7 @@ __device__ __forceinline__ void gemm_fp8_body(const TmaDesc* tma_a, const TmaDes
 // k-blocks in flight per consumer warpgroup; gemm_fp8_blockscaled_serial one (for comparison).
 extern "C" __global__ void __launch_bounds__(H_THREADS, 1)
 gemm_fp8_blockscaled(const __grid_constant__ TmaDesc tma_a, const __grid_constant__ TmaDesc tma_b,
+                     const unsigned char* a_ptr, const unsigned char* b_ptr, TmaDesc* maps,
                      const float* __restrict__ scale_a, const float* __restrict__ scale_b, __nv_bfloat16* D,
                      int M, int N, int k_blocks, int tiles_m, int tiles_n, int group_m, int vec_store)
 {
@@ -421,6 +471,7 @@ gemm_fp8_blockscaled(const __grid_constant__ TmaDesc tma_a, const __grid_constan
 
 extern "C" __global__ void __launch_bounds__(H_THREADS, 1)
 gemm_fp8_blockscaled_serial(const __grid_constant__ TmaDesc tma_a, const __grid_constant__ TmaDesc tma_b,
+                            const unsigned char* a_ptr, const unsigned char* b_ptr, TmaDesc* maps,
                             const float* __restrict__ scale_a, const float* __restrict__ scale_b,
                             __nv_bfloat16* D, int M, int N, int k_blocks, int tiles_m, int tiles_n, int group_m,
                             int vec_store)

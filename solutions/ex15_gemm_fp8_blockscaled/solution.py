@@ -9,7 +9,12 @@ with the scales, a producer warpgroup, one persistent CTA per SM (kernel.cu).
 
 What solve does on the host, per call:
 - one CUtensorMap per FP8 operand (grader.kernel.tensor_map: 2-D, box 128 x 128 bytes, 128-byte
-  swizzle, out-of-bounds rows zero-filled), passed by value; cached per (pointer, shape, dtype).
+  swizzle, out-of-bounds rows zero-filled), passed by value as a template: encoded once per
+  (shape, box), with whatever address the first array had; the kernel points it at this call's
+  arrays itself (kernel.cu's retarget_maps, into a workspace of two 128-byte slots per CTA, one
+  workspace per stream), so a
+  call with new buffers (every timed call in the grader) encodes nothing on the host. With
+  _DEVICE_MAPS = False the maps are encoded per (pointer, shape) on the host instead (~6 us each).
   No padding: K % 128 == 0 makes every row stride a multiple of 16 bytes.
 - the scales are passed as plain pointers (the consumers load them from global memory).
 - a persistent grid of min(#SMs, #tiles) CTAs of 384 threads.
@@ -30,13 +35,17 @@ _BM, _BN, _BK = 128, 128, 128          # = H_BM, H_BN, H_BK in kernel.cu (BK = t
 _SCALE_BLOCK = 128                     # the recipe's: sa per 1 x 128, sb per 128 x 128
 _STAGES = 6                            # = H_STAGES
 _THREADS = 384                         # = H_THREADS
-_SMEM = 1024 + _STAGES * (_BM + _BN) * _BK + 2 * _STAGES * 8   # = H_SMEM_BYTES (197728); e4m3: 1 byte
+_SMEM = 1024 + _STAGES * (_BM + _BN) * _BK + 128 + 256   # = H_SMEM_BYTES (198016): + barriers, maps; e4m3: 1 byte
+_MAP_BYTES = 128                       # sizeof(CUtensorMap)
 _GROUP_M = 16
 _MAX_CTAS = None                       # a smaller persistent grid (tests: several tiles per CTA)
 _VEC16 = True                          # 16-byte epilogue stores where N % 8 == 0 (kernel.cu: vec_store 2)
 _PIPE = True                           # two k-blocks in flight per consumer (False: kernel.cu's _serial kernel)
+_DEVICE_MAPS = True                    # the kernel retargets template maps (False: a map per pointer, on the host)
 
 _state = {}        # device -> ({pipelined: kernel}, number of SMs)
+_workspaces = {}   # (device, stream) -> 2 x SMs tensor-map slots: CTA i of a launch rewrites slots 2i, 2i + 1,
+                   # so launches that may run at once (other streams) must not share them
 _maps = {}
 _launches = {}     # (M, N, K, SMs, knobs, vec_store) -> (grid, the int32 arguments): built once per shape
 
@@ -67,11 +76,12 @@ def _plan(M, N, K, num_sms, group_m=_GROUP_M):
 
 # ---- tensor maps ----------------------------------------------------------------------------
 
-def _tensor_map(arr, box_rows, box_cols):
-    """The tensor map of the 2-D C-contiguous e4m3 array arr (uint8 bits) with box (box_rows, box_cols)."""
+def _tensor_map(arr, box_rows, box_cols, template=False):
+    """The tensor map of the 2-D C-contiguous e4m3 array arr (uint8 bits) with box (box_rows, box_cols);
+    with template=True one per shape and box, whatever arr's address (the kernel replaces it)."""
     if arr.dtype != cp.uint8:
         arr = arr.view(cp.uint8)      # the TMA copies bytes
-    key = (cp.cuda.runtime.getDevice(), arr.data.ptr, arr.shape, arr.dtype, box_rows, box_cols)
+    key = (cp.cuda.runtime.getDevice(), None if template else arr.data.ptr, arr.shape, arr.dtype, box_rows, box_cols)
     m = _maps.get(key)
     if m is None:
         if len(_maps) > 64:
@@ -101,6 +111,17 @@ def _device_state():
     return st
 
 
+def _workspace(sms):
+    """The current stream's tensor-map slots (2 x sms x 128 bytes, 128-byte aligned)."""
+    key = (cp.cuda.runtime.getDevice(), cp.cuda.get_current_stream().ptr)
+    ws = _workspaces.get(key)
+    if ws is None:
+        ws = _workspaces[key] = cp.empty(2 * sms * _MAP_BYTES, dtype=cp.uint8)
+        if ws.data.ptr % 128:
+            raise RuntimeError("the tensor-map workspace is not 128-byte aligned")
+    return ws
+
+
 def solve(a, sa, b, sb, d):
     M, K = a.shape
     N = b.shape[0]
@@ -113,6 +134,8 @@ def solve(a, sa, b, sb, d):
                         f"{a.dtype}, {sa.dtype}, {b.dtype}, {sb.dtype}, {d.dtype}")
     if sa.shape != (M, kb) or sb.shape != (_cdiv(N, _SCALE_BLOCK), kb) or d.shape != (M, N):
         raise ValueError(f"shapes a {a.shape}, sa {sa.shape}, b {b.shape}, sb {sb.shape}, d {d.shape} do not fit")
+    if not (a.flags.c_contiguous and b.flags.c_contiguous):
+        raise ValueError("a and b must be C-contiguous (a tensor map's row stride is K bytes)")
     if a.data.ptr % 16 or b.data.ptr % 16:
         raise ValueError("a and b must start 16-byte aligned (the TMA needs it; the grader's buffers are)")
     if K == 0:
@@ -130,6 +153,8 @@ def solve(a, sa, b, sb, d):
         launch = _launches[key] = (p["grid"], tuple(np.int32(v) for v in (
             M, N, p["k_blocks"], p["tiles_m"], p["tiles_n"], p["group_m"], vec)))
     grid, ints = launch
-    # the grader hands every timed call new buffers, so the two tensor maps are encoded per call (~10 us)
-    f((grid,), (_THREADS,), (_tensor_map(a, _BM, _BK), _tensor_map(b, _BN, _BK), sa, sb, d) + ints,
-      shared_mem=_SMEM)
+    if _DEVICE_MAPS:   # templates; the kernel points them at a and b (the grader hands every timed call new buffers)
+        maps = (_tensor_map(a, _BM, _BK, True), _tensor_map(b, _BN, _BK, True), a, b, _workspace(sms))
+    else:
+        maps = (_tensor_map(a, _BM, _BK), _tensor_map(b, _BN, _BK), a, b, np.uint64(0))   # maps == nullptr
+    f((grid,), (_THREADS,), maps + (sa, sb, d) + ints, shared_mem=_SMEM)
