@@ -25,7 +25,7 @@ import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from grader.tma import TensorMapError, tensor_map  # noqa: F401 - re-exported: solution.py imports them from here
 
@@ -230,19 +230,24 @@ def hidden(relative: Path) -> bool:
     return any(part.startswith(".") for part in relative.parts)
 
 
-def preload(folder: Path) -> tuple[dict[str, str], dict[str, str]]:
+def preload(folder: Path, on_file: Callable[[str], None] | None = None) -> tuple[dict[str, str], dict[str, str]]:
     """Compile and load every ``.cu`` file under ``folder`` with the exercise's options, as
     :func:`load` would (a later ``load`` of the same file returns the same module). The worker
     calls this before any submission code runs, inside the kernel tracer's own window: these
     modules are the submission's own (see ``grader/sandbox/kernel_trace.c``); files in hidden
     folders (``.ipynb_checkpoints``) are left out. Returns
     ({file: PTX of its loaded module}, {file: why it did not compile or load}), files relative to
-    ``folder`` (``load`` reports the errors again when the submission asks for such a file)."""
+    ``folder`` (``load`` reports the errors again when the submission asks for such a file).
+    ``on_file`` is called with each file's relative path just before it is compiled (the worker
+    notes it in its log: NVRTC compiles in-process, so a compiler that crashes ends the worker,
+    and the note names the file it crashed on)."""
     done, failed = {}, {}
     for p in sorted(folder.rglob("*.cu")):
         rel = p.relative_to(folder)
         if not p.is_file() or hidden(rel):
             continue
+        if on_file is not None:
+            on_file(str(rel))
         try:
             done[str(rel)] = ptx_of_module(_compiled(p.resolve(), tuple(_options))) or ""
         except Exception as exc:  # noqa: BLE001 - a compile error, an unreadable file, a module the driver refuses

@@ -926,3 +926,38 @@ def test_a_line_separator_in_a_comment_does_not_hide_a_forbidden_call(tmp_path, 
     (sub / "solution.py").write_text((sub / "solution.py").read_text() + "\n" + text)
     kind, message = static_check(load_spec(root / "exercises" / "ex09_gemm_naive" / "spec.toml"), sub)
     assert kind == "forbidden" and "matmul" in message, message
+
+
+def test_the_file_nvrtc_crashed_on_is_read_from_the_worker_log():
+    """NVRTC compiles inside the worker, so a compiler that crashes (the H200's NVRTC 13.2 did, on a
+    wgmma without its wait, 2026-12-04) ends the worker: the preload's log notes name the file."""
+    from grader.sandbox.protocol import PRELOAD_NOTE, PRELOAD_START, compiling_when_crashed
+    from grader.sandbox.supervisor import compiler_crash_message
+    earlier = [PRELOAD_START, PRELOAD_NOTE + "kernel.cu", "some output of the submission"]
+    assert compiling_when_crashed("\n".join([*earlier, PRELOAD_START, PRELOAD_NOTE + "a.cu",
+                                             PRELOAD_NOTE + "sub/decoy.cu", "Fatal Python error: Segmentation fault"])) \
+        == "sub/decoy.cu"
+    assert compiling_when_crashed("\n".join([*earlier, PRELOAD_START])) == ""   # died before any compile
+    assert compiling_when_crashed("\n".join(earlier[1:])) == ""                   # no preload started in the tail
+    text = compiler_crash_message("the worker process killed by SIGSEGV (segmentation fault)", "sub/decoy.cu")
+    assert "NVRTC compiled sub/decoy.cu" in text and "SIGSEGV" in text and "\n" not in text
+
+
+def test_preload_names_each_cu_file_before_compiling_it(tmp_path, monkeypatch):
+    """What the log notes above are made of: every .cu file outside hidden folders, sorted, named
+    before its compile starts (also one that then fails)."""
+    import grader.kernel as gk
+    for rel in ("b.cu", "a.cu", "sub/c.cu", ".ipynb_checkpoints/a.cu", "notes.txt"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("// x\n")
+    order: list[str] = []
+
+    def compiled(p, opts):  # noqa: ANN001, ANN202
+        order.append("compile " + p.relative_to(tmp_path.resolve()).as_posix())
+        if p.name == "b.cu":
+            raise gk.CompileError("b.cu(1): error: x")
+        return object()
+    monkeypatch.setattr(gk, "_compiled", compiled)
+    done, failed = gk.preload(tmp_path.resolve(), lambda rel: order.append("note " + rel))
+    assert order == ["note a.cu", "compile a.cu", "note b.cu", "compile b.cu", "note sub/c.cu", "compile sub/c.cu"]
+    assert sorted(done) == ["a.cu", "sub/c.cu"] and list(failed) == ["b.cu"]

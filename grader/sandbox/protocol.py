@@ -13,6 +13,22 @@ from typing import Any
 
 MAX_MESSAGE = 64 * 1024 * 1024
 _HEADER = struct.Struct("<Q")
+# Lines the worker writes to its log (stderr) during ``preload``, before any submission code runs:
+# one when the preload starts, then one naming each .cu file just before NVRTC compiles it.
+PRELOAD_START = "grader-preload: start"
+PRELOAD_NOTE = "grader-preload: compiling "
+
+
+def compiling_when_crashed(log_tail: str) -> str:
+    """The .cu file (relative to the submission folder) the worker was compiling when it died in
+    ``preload``: the last :data:`PRELOAD_NOTE` after the last :data:`PRELOAD_START` of ``log_tail``
+    (the worker's log, most recent line last); "" when it had not started compiling a file."""
+    lines = log_tail.splitlines()
+    starts = [i for i, line in enumerate(lines) if line == PRELOAD_START]
+    if not starts:
+        return ""
+    notes = [line[len(PRELOAD_NOTE):] for line in lines[starts[-1] + 1:] if line.startswith(PRELOAD_NOTE)]
+    return notes[-1] if notes else ""
 
 
 class ProtocolError(RuntimeError):

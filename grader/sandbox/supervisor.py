@@ -148,6 +148,14 @@ class WorkerConfig:
 UNGRADED_OPS = ("hello", "preload", "load")
 
 
+def compiler_crash_message(crash: str, file: str) -> str:
+    """The message for a worker that died while NVRTC, which runs inside it, compiled the
+    submission's ``file`` (before any submission code ran): ``crash`` says how it died."""
+    return (f"{crash} while NVRTC compiled {file}, before any of the submission's code ran: the compiler itself "
+            f"crashed on that file; compile it alone (nvcc -arch=<this GPU's sm_XX> -c {file}) and change the "
+            f"construct it fails on, e.g. inline PTX (asm) the target does not accept")
+
+
 def import_hang_message(limit_s: float, log_tail: str, submission: Path) -> str:
     """The message for a worker that did not finish loading the submission within ``limit_s``:
     importing solution.py (and compiling its kernels) never ended. ``log_tail`` holds the stacks the
@@ -406,6 +414,8 @@ class Worker:
             if pre.kind == "timeout":
                 pre = replace(pre, message=f"compiling the submission's .cu files did not finish within "
                                            f"{self.config.compile_s:g} s ([limits] compile_s); the worker was killed")
+            elif pre.kind == "crash" and (file := protocol.compiling_when_crashed(self.log_tail(lines=60))):
+                pre = replace(pre, message=compiler_crash_message(pre.message, file))
             return pre
         self.module_ptx = dict(pre.data.get("ptx", {}))
         policy = self.config.kernel_policy

@@ -155,8 +155,11 @@ class Server:
             return {"ptx": {}, "failed": {}}
         if self._own_window is not None:
             self._own_window(1)
+        def note(rel: str) -> None:   # read back only if the compiler crashes (see protocol.compiling_when_crashed)
+            print(f"{protocol.PRELOAD_NOTE}{rel}", file=sys.stderr, flush=True)
+        print(protocol.PRELOAD_START, file=sys.stderr, flush=True)
         try:
-            ptx, failed = gk.preload(Path(req["dir"]).resolve())
+            ptx, failed = gk.preload(Path(req["dir"]).resolve(), note)
         finally:
             if self._own_window is not None:
                 self._own_window(0)
