@@ -1,0 +1,128 @@
+"""Check drafts/ex14_fa3 on an sm_90 GPU: correctness against ex14's float64 oracle under ex14's own
+tolerance (exercises/ex14_flash_attention/reference.py: reference, magnitude), then speed side by
+side with the FA2 reference (solutions/ex14_flash_attention) and torch SDPA at ex14's benchmark shapes.
+
+    python3 drafts/ex14_fa3/verify.py                 # every check; exit 1 on any failure
+    python3 drafts/ex14_fa3/verify.py --bench         # and the timing table (needs torch)
+    python3 drafts/ex14_fa3/verify.py --quick         # the first six checks only (a first smoke test)
+
+Each check prints one line: shape, dtype, causal, value kind, OK/FAIL, worst err/bound for o and lse.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+HERE = Path(__file__).resolve().parent
+EXERCISE = ROOT / "exercises" / "ex14_flash_attention"
+
+# (B, H, Sq, Sk, D): tails of every kind (1 row, 1 key, not multiples of 128 or 64, Sq > Sk, Sq < Sk)
+SHAPES = [(1, 1, 1, 1, 64), (1, 2, 17, 33, 128), (2, 3, 128, 128, 64), (1, 2, 129, 127, 128),
+          (1, 1, 300, 1000, 128), (1, 1, 1000, 300, 64), (2, 2, 256, 256, 128), (1, 1, 4097, 129, 64),
+          (1, 2, 513, 2049, 128), (4, 16, 1024, 1024, 128)]
+KINDS = ("normal", "large")       # large: q scaled so that scores reach +-80 (overflow without the max)
+
+
+def inputs(cp, shape, dtype, kind, seed):
+    from grader.dtypes import encode
+    B, H, Sq, Sk, D = shape
+    rs = cp.random.RandomState(seed)
+    q = rs.standard_normal((B, H, Sq, D))
+    if kind == "large":
+        q *= 20.0                              # scores of std 20: past +-80 somewhere in every long row
+    k = rs.standard_normal((B, H, Sk, D))
+    v = rs.standard_normal((B, H, Sk, D))
+    return tuple(encode(cp, x, dtype) for x in (q, k, v))
+
+
+def check(cp, sol, ref, shape, dtype, causal, kind, seed):
+    from grader.dtypes import decode
+    B, H, Sq, Sk, D = shape
+    q, k, v = inputs(cp, shape, dtype, kind, seed)
+    o = cp.full((B, H, Sq, D), cp.nan, dtype=cp.float32)
+    lse = cp.full((B, H, Sq), cp.nan, dtype=cp.float32)
+    sol.solve(q, k, v, causal, o, lse)
+    cp.cuda.runtime.deviceSynchronize()
+    qd, kd, vd = (decode(cp, x, dtype) for x in (q, k, v))
+    want_o, want_lse = ref.reference(cp, qd, kd, vd, causal)
+    mag_o, mag_lse = ref.magnitude(cp, qd, kd, vd, causal)
+    err_o = cp.abs(o.astype(cp.float64) - want_o)
+    err_l = cp.abs(lse.astype(cp.float64) - want_lse)
+    ok = bool((err_o <= mag_o).all()) and bool((err_l <= mag_lse).all())   # NaN fails
+    worst_o = float(cp.nanmax(err_o / mag_o)) if not bool(cp.isnan(err_o).all()) else float("nan")
+    worst_l = float(cp.nanmax(err_l / mag_lse)) if not bool(cp.isnan(err_l).all()) else float("nan")
+    nans = int(cp.isnan(o).sum()) + int(cp.isnan(lse).sum())
+    print(f"{'x'.join(map(str, shape)):<22} {dtype:<8} causal {causal} {kind:<6}: {'OK' if ok else 'FAIL'} "
+          f"(worst err/bound o {worst_o:.3f}, lse {worst_l:.3f}{f', {nans} NaN' if nans else ''})", flush=True)
+    return ok
+
+
+def median_ms(cp, fn, reps=20):
+    for _ in range(3):
+        fn()
+    times = []
+    for _ in range(reps):
+        a, b = cp.cuda.Event(), cp.cuda.Event()
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(cp.cuda.get_elapsed_time(a, b))
+    return statistics.median(times)
+
+
+def bench(cp, sol, fa2):
+    """ex14's benchmark shapes: this draft, the FA2 reference and SDPA, each timed on the same stream."""
+    import torch
+    import torch.nn.functional as F
+    from grader.spec import load_spec
+    spec = load_spec(EXERCISE / "spec.toml")
+    print(f"{'shape':<34} {'fa3 ms':>8} {'fa2 ms':>8} {'sdpa ms':>8} {'fa3 TF/s':>9} {'fa3/sdpa speed':>15} {'fa3/fa2':>8}")
+    for b in spec.benchmarks:
+        dims, dt = b.as_dict(), dict(b.types)["T"]
+        B, H, Sq, Sk, D = (dims[x] for x in ("B", "H", "Sq", "Sk", "D"))
+        causal = int(spec.values["causal"][b.distribution("causal")].param("value"))
+        tdt = getattr(torch, dt)
+        q, k, v = (torch.randn(B, H, s, D, device="cuda", dtype=tdt) for s in (Sq, Sk, Sk))
+        o = torch.empty(B, H, Sq, D, device="cuda", dtype=torch.float32)
+        lse = torch.empty(B, H, Sq, device="cuda", dtype=torch.float32)
+        view = (lambda t: cp.asarray(t.view(torch.uint16))) if dt == "bfloat16" else cp.asarray
+        cq, ck, cv, co, cl = view(q), view(k), view(v), cp.asarray(o), cp.asarray(lse)
+        with cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
+            t3 = median_ms(cp, lambda: sol.solve(cq, ck, cv, causal, co, cl))
+            t2 = median_ms(cp, lambda: fa2.solve(cq, ck, cv, causal, co, cl))
+            ts = median_ms(cp, lambda: F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal)))
+        flops = b.flops.evaluate(dims)
+        print(f"{b.name:<34} {t3:>8.3f} {t2:>8.3f} {ts:>8.3f} {flops / t3 / 1e9:>9.1f} {ts / t3:>15.3f} {t2 / t3:>8.2f}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--bench", action="store_true")
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args()
+    import cupy as cp
+    import grader.kernel as gk
+    from grader.spec import load_spec
+    from benchmarks.solution_module import load_solution_module
+    spec = load_spec(EXERCISE / "spec.toml")
+    fa2 = load_solution_module(ROOT / "solutions" / "ex14_flash_attention" / "solution.py", "ex14_fa2")
+    gk.configure(list(spec.compile_options), "sm_90a")    # wgmma: this draft needs sm_90a
+    sol = load_solution_module(HERE / "solution.py", "ex14_fa3")
+    ref = load_solution_module(EXERCISE / "reference.py", "ex14_reference")
+    checks = [(s, dt, c, kind) for s in SHAPES for dt in ("float16", "bfloat16") for c in (0, 1) for kind in KINDS]
+    if args.quick:
+        checks = checks[:6]
+    failed = sum(not check(cp, sol, ref, s, dt, c, kind, seed) for seed, (s, dt, c, kind) in enumerate(checks))
+    print(f"{len(checks) - failed} of {len(checks)} checks OK")
+    if args.bench:
+        bench(cp, sol, fa2)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
