@@ -117,7 +117,10 @@ def static_check(spec: Spec, submission: Path) -> tuple[str, str] | None:
     for pattern in spec.required:
         if not re.search(pattern, sources["kernel.cu"]):
             return "required", f"kernel.cu: does not use {pattern!r}, which this exercise requires ([features] required)"
-    copied = copied_library_code(spec, submission)
+    try:
+        copied = copied_library_code(spec, submission)
+    except MacroExpansionTooLarge as exc:
+        return "bad_submission", str(exc)
     if copied:
         return "forbidden", copied
     return None
@@ -142,6 +145,15 @@ SUBMISSION_MAX_ENTRIES = 20_000   # files and folders a submission folder may ho
 SUBMISSION_MAX_DEPTH = 32         # folders nested below the submission folder
 
 
+def _utf8(name: str) -> bool:
+    """Whether a name os.listdir returned is valid UTF-8 (undecodable bytes arrive as surrogates)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def folder_problem(submission: Path) -> str | None:
     """One line (the path and the fix) when the folder ``submission`` cannot be read safely: it
     holds a symbolic link (the grader would read what it points to, outside the worker's view: a
@@ -150,7 +162,9 @@ def folder_problem(submission: Path) -> str | None:
     grader cannot list, more than SUBMISSION_READ_LIMIT_BYTES of files (a sparse 40 GB file would
     exhaust the grader's memory before any time limit applies), more than SUBMISSION_MAX_ENTRIES
     entries or folders nested deeper than SUBMISSION_MAX_DEPTH (a walk that would take minutes or
-    overflow the stack; red-team pass 15); None when it is fine. Looks at file types and sizes
+    overflow the stack; red-team pass 15), a name with a control character or bytes that are not
+    UTF-8 (a newline in a name forges lines of the worker's log and of PTX ``.file`` directives;
+    red-team pass 18); None when it is fine. Looks at file types and sizes
     only (``lstat``), reading nothing, with an explicit stack (no recursion)."""
     fix = "fix: submit kernel.cu, solution.py and the files they use"
     total, entries = 0, 0
@@ -163,6 +177,9 @@ def folder_problem(submission: Path) -> str | None:
             return f"{folder}: cannot be listed ({exc.strerror or exc}); fix: make it readable, or remove it"
         for name in names:
             path = folder / name
+            if any(ord(ch) < 32 or ord(ch) == 127 for ch in name) or not _utf8(name):
+                return (f"{ascii(str(path))}: a file or folder name with a control character (a newline, a tab) or "
+                        f"bytes that are not UTF-8; fix: rename it")
             entries += 1
             if entries > SUBMISSION_MAX_ENTRIES:
                 return f"{submission}: the submission folder holds more than {SUBMISSION_MAX_ENTRIES} files and folders; {fix}"
@@ -201,14 +218,31 @@ def defined_macros(text: str) -> dict[str, tuple[bool, tuple[str, ...]]]:
     return out
 
 
+# The most tokens :func:`_expand` may add to a file's own: real macros add a few hundred (378 at
+# most in the repository's 163 graded folders and its drafts, 2026-12-04); three levels of
+# 1000-token macros add 10^9 per use from 20 KB of text (red-team pass 18: the grader's own process
+# ran out of memory before any limit applied).
+EXPAND_EXTRA_TOKENS = 2_000_000
+
+
+class MacroExpansionTooLarge(ValueError):
+    """A submission file's own ``#define`` macros expand past EXPAND_EXTRA_TOKENS extra tokens."""
+
+
 def _expand(tokens: list[str], macros: dict[str, tuple[bool, tuple[str, ...]]], rounds: int = 3) -> list[str]:
     """``tokens`` with object-like ``macros`` replaced by their bodies and calls of function-like
     macros with an empty body removed (``rounds`` times, for macros of macros): what a copy that
     hides behind macros of its own (an empty ``#define E`` between every two tokens, say) reads
-    like after the preprocessor. Function-like macros with a body stay as they are."""
+    like after the preprocessor. Function-like macros with a body stay as they are. Raises
+    :class:`MacroExpansionTooLarge` once the result would hold more than EXPAND_EXTRA_TOKENS
+    tokens beyond ``tokens``' own (checked as it grows, so memory stays bounded)."""
+    budget = len(tokens) + EXPAND_EXTRA_TOKENS
     for _ in range(rounds):
         out, i, changed = [], 0, False
         while i < len(tokens):
+            if len(out) > budget:
+                raise MacroExpansionTooLarge(f"its #define macros expand to more than {EXPAND_EXTRA_TOKENS:,} tokens "
+                                             f"beyond its own")
             t = tokens[i]
             macro = macros.get(t)
             if macro is None or (macro[0] and macro[1]) or (macro[0] and tokens[i + 1:i + 2] != ["("]):
@@ -416,7 +450,8 @@ def copied_library_code(spec: Spec, submission: Path) -> str | None:
     macros of its own between the tokens do not hide a copy; renaming its identifiers throughout
     does (tests/known_gaps/README.md). None when nothing is shared that much, or the spec forbids
     no header. The folder must have passed :func:`folder_problem` (:func:`static_check` checks it
-    first), which bounds what this reads."""
+    first), which bounds what this reads. Raises :class:`MacroExpansionTooLarge` (naming the file)
+    when a file's macros expand past EXPAND_EXTRA_TOKENS."""
     if not spec.forbidden_headers:
         return None
     library = library_fingerprints(tuple(spec.forbidden_headers), include_folders(spec.compile_options))
@@ -428,7 +463,13 @@ def copied_library_code(spec: Spec, submission: Path) -> str | None:
     for _, text in code:   # the submission's own macros, from every file (a copy may define them anywhere)
         macros.update(defined_macros(text))
     for path, text in code:
-        mine = {h: run for h, run in fingerprints(text, macros).items() if h in library}
+        try:
+            found = fingerprints(text, macros)
+        except MacroExpansionTooLarge as exc:
+            raise MacroExpansionTooLarge(f"{path.relative_to(submission)}: {exc} (macros of macros); the grader reads "
+                                         f"the files as the preprocessor would, to find copied library code, and "
+                                         f"cannot here; fix: nest fewer macros") from None
+        mine = {h: run for h, run in found.items() if h in library}
         per_file[path] = len(mine)
         shared.update(mine)
     if len(shared) < LIBRARY_COPY_FINGERPRINTS:
@@ -839,8 +880,11 @@ def check_solution_py(path: Path, nargs: int) -> list[str]:
     import importlib.util
     try:
         tree = ast.parse(path.read_text(errors="replace"), filename=path.name)
-    except SyntaxError as exc:
-        return [f"solution.py:{exc.lineno}: syntax error: {exc.msg}"]
+    except SyntaxError as exc:   # a NUL byte has no line number
+        return [f"solution.py{f':{exc.lineno}' if exc.lineno else ''}: syntax error: {exc.msg}"]
+    except (RecursionError, MemoryError, ValueError) as exc:   # e.g. an expression nested too deep for the parser
+        why = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        return [f"solution.py: Python cannot parse it ({why}); fix: split very long or deeply nested expressions"]
     problems = []
     for node in ast.walk(tree):
         names = ([a.name for a in node.names] if isinstance(node, ast.Import)

@@ -388,6 +388,36 @@ def test_a_folder_too_big_or_holding_a_link_is_refused_before_anything_is_read(r
     assert expect in json.loads(result.read_text())["output"]
 
 
+@pytest.mark.parametrize("name", ["z\ngrader-preload: compiling other.cu", "tab\there.cu", "bad\udcff.cu"])
+def test_a_file_name_with_a_control_character_is_refused(runner, tmp_path, name):
+    """Red-team pass 18: a newline in a .cu file's name forged the line of the worker's log that
+    names the file NVRTC crashed on (and would break PTX .file lines); names with control
+    characters or bytes that are not UTF-8 are refused before anything runs, in one line."""
+    import os
+    import shutil
+    sub = tmp_path / "eve"
+    shutil.copytree(COURSE / "solutions" / "ex90_add", sub)
+    with open(os.path.join(os.fsencode(sub), os.fsencode(name)), "w") as fh:
+        fh.write("// nothing\n")
+    out = runner.invoke(cli.main, ["90", "--root", str(COURSE), "--backend", "host", "--submission", str(sub)])
+    assert out.exit_code == cli.EXIT_NOT_GRADED and "Traceback" not in out.output, out.output
+    assert "a file or folder name with a control character" in out.output and "fix: rename it" in out.output
+
+
+@pytest.mark.parametrize("body, expect", [
+    ("x = " + "+".join(["1"] * 200_000) + "\n", "solution.py: Python cannot parse it (RecursionError"),
+    ("x = 1\0\n", "solution.py: syntax error"),
+])
+def test_compile_only_reports_an_unparsable_solution_py_as_the_submissions_problem(tmp_path, body, expect):
+    """Red-team pass 18: a 200,000-term sum made ast.parse raise RecursionError, reported as "grader
+    error in the static checks"; a NUL byte's syntax error said "solution.py:None"."""
+    from grader.static import check_solution_py
+    path = tmp_path / "solution.py"
+    path.write_text(body + "def solve(a, b, c):\n    pass\n")
+    problems = check_solution_py(path, 3)
+    assert len(problems) == 1 and problems[0].startswith(expect) and ":None" not in problems[0], problems
+
+
 def test_a_cuda_submission_on_the_host_backend_is_an_error_of_the_machine_not_a_zero(runner, tmp_path):
     """--backend host runs NumPy submissions: a solution.py that needs CUDA fails to load there
     through no fault of its own (new-user trial: "CUDA driver version is insufficient" read as the

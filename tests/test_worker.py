@@ -931,16 +931,23 @@ def test_a_line_separator_in_a_comment_does_not_hide_a_forbidden_call(tmp_path, 
 def test_the_file_nvrtc_crashed_on_is_read_from_the_worker_log():
     """NVRTC compiles inside the worker, so a compiler that crashes (the H200's NVRTC 13.2 did, on a
     wgmma without its wait, 2026-12-04) ends the worker: the preload's log notes name the file."""
+    import json
     from grader.sandbox.protocol import PRELOAD_NOTE, PRELOAD_START, compiling_when_crashed
     from grader.sandbox.supervisor import compiler_crash_message
-    earlier = [PRELOAD_START, PRELOAD_NOTE + "kernel.cu", "some output of the submission"]
-    assert compiling_when_crashed("\n".join([*earlier, PRELOAD_START, PRELOAD_NOTE + "a.cu",
-                                             PRELOAD_NOTE + "sub/decoy.cu", "Fatal Python error: Segmentation fault"])) \
-        == "sub/decoy.cu"
+
+    def note(name):   # as the worker writes it: the name as a JSON string, one line
+        return PRELOAD_NOTE + json.dumps(name)
+    earlier = [PRELOAD_START, note("kernel.cu"), "some output of the submission"]
+    assert compiling_when_crashed("\n".join([*earlier, PRELOAD_START, note("a.cu"), note("sub/decoy.cu"),
+                                             "Fatal Python error: Segmentation fault"])) == "sub/decoy.cu"
     assert compiling_when_crashed("\n".join([*earlier, PRELOAD_START])) == ""   # died before any compile
     assert compiling_when_crashed("\n".join(earlier[1:])) == ""                   # no preload started in the tail
+    forged = "z\n" + PRELOAD_NOTE + '"grader.kernel (a grader bug).cu"'         # red-team pass 18: a newline in a name
+    assert compiling_when_crashed("\n".join([PRELOAD_START, note(forged)])) == forged
+    assert compiling_when_crashed("\n".join([PRELOAD_START, PRELOAD_NOTE + "not json"])) == ""
     text = compiler_crash_message("the worker process killed by SIGSEGV (segmentation fault)", "sub/decoy.cu")
-    assert "NVRTC compiled sub/decoy.cu" in text and "SIGSEGV" in text and "\n" not in text
+    assert 'NVRTC compiled "sub/decoy.cu"' in text and "SIGSEGV" in text and "\n" not in text
+    assert "\n" not in compiler_crash_message("killed", forged)
 
 
 def test_preload_names_each_cu_file_before_compiling_it(tmp_path, monkeypatch):

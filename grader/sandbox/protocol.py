@@ -14,7 +14,8 @@ from typing import Any
 MAX_MESSAGE = 64 * 1024 * 1024
 _HEADER = struct.Struct("<Q")
 # Lines the worker writes to its log (stderr) during ``preload``, before any submission code runs:
-# one when the preload starts, then one naming each .cu file just before NVRTC compiles it.
+# one when the preload starts, then one naming each .cu file (as a JSON string: one line whatever
+# the name holds) just before NVRTC compiles it.
 PRELOAD_START = "grader-preload: start"
 PRELOAD_NOTE = "grader-preload: compiling "
 
@@ -28,7 +29,11 @@ def compiling_when_crashed(log_tail: str) -> str:
     if not starts:
         return ""
     notes = [line[len(PRELOAD_NOTE):] for line in lines[starts[-1] + 1:] if line.startswith(PRELOAD_NOTE)]
-    return notes[-1] if notes else ""
+    try:
+        name = json.loads(notes[-1]) if notes else ""
+    except ValueError:
+        return ""
+    return name if isinstance(name, str) else ""
 
 
 class ProtocolError(RuntimeError):

@@ -5,6 +5,7 @@ starts a fresh one (and loads the submission again) before the next request.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import resource
@@ -151,8 +152,9 @@ UNGRADED_OPS = ("hello", "preload", "load")
 def compiler_crash_message(crash: str, file: str) -> str:
     """The message for a worker that died while NVRTC, which runs inside it, compiled the
     submission's ``file`` (before any submission code ran): ``crash`` says how it died."""
-    return (f"{crash} while NVRTC compiled {file}, before any of the submission's code ran: the compiler itself "
-            f"crashed on that file; compile it alone (nvcc -arch=<this GPU's sm_XX> -c {file}) and change the "
+    name = json.dumps(file)   # quoted, control characters and non-ASCII escaped: one line
+    return (f"{crash} while NVRTC compiled {name}, before any of the submission's code ran: the compiler itself "
+            f"crashed on that file; compile it alone (nvcc -arch=<this GPU's sm_XX> -c {name}) and change the "
             f"construct it fails on, e.g. inline PTX (asm) the target does not accept")
 
 

@@ -27,6 +27,7 @@ import errno
 import faulthandler
 import os
 import importlib.util
+import json
 import inspect
 import socket
 import sys
@@ -156,7 +157,7 @@ class Server:
         if self._own_window is not None:
             self._own_window(1)
         def note(rel: str) -> None:   # read back only if the compiler crashes (see protocol.compiling_when_crashed)
-            print(f"{protocol.PRELOAD_NOTE}{rel}", file=sys.stderr, flush=True)
+            print(f"{protocol.PRELOAD_NOTE}{json.dumps(rel)}", file=sys.stderr, flush=True)   # one line, whatever the name
         print(protocol.PRELOAD_START, file=sys.stderr, flush=True)
         try:
             ptx, failed = gk.preload(Path(req["dir"]).resolve(), note)
