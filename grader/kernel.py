@@ -103,6 +103,12 @@ def _device_cc() -> int:
     return int(cupy.cuda.Device().compute_capability)
 
 
+# A C++ standard library header a kernel cannot include under NVRTC (no host library there):
+# `#include <vector>` failed with only "cannot open source file" (new-user trial, 2026-12-04).
+_HOST_HEADER = re.compile(r'cannot open source file "(vector|string|iostream|map|set|unordered_map|algorithm|memory|'
+                          r'sstream|fstream|list|deque|queue|stack|functional|thread|mutex|chrono|random)"')
+
+
 def parse_compiler_log(log: str, file: str, folder: Path | None = None) -> list[tuple[str, int, str, str]]:
     """``(file, line, kind, message)`` for each diagnostic in an NVRTC or nvcc log: the file the
     log names (``file`` where it names none), relative to ``folder`` when it lies inside it, so an
@@ -118,6 +124,9 @@ def parse_compiler_log(log: str, file: str, folder: Path | None = None) -> list[
             if 'cannot open source file "crt/' in msg:   # see grader.static.crt_include_folder
                 msg += (" (this machine's CUDA headers lack CUDA 13's compiler runtime headers, crt/: install the "
                         "nvidia-cuda-crt wheel (conda: cuda-crt) beside CuPy, or set CUDA_PATH to a full CUDA toolkit)")
+            elif (std := _HOST_HEADER.search(msg)) is not None:
+                msg += (f" (<{std[1]}> is part of the host's C++ standard library, which NVRTC does not have: device "
+                        f"code uses plain arrays and CUDA's own headers)")
             out.append((where, int(m["line"]), m["kind"], msg))
     return out
 

@@ -99,7 +99,9 @@ def static_check(spec: Spec, submission: Path) -> tuple[str, str] | None:
         return "bad_submission", unreadable
     for f in SUBMISSION_FILES:
         if not (submission / f).is_file():
-            return "bad_submission", f"{submission / f}: missing; a submission is a folder with {' and '.join(SUBMISSION_FILES)}"
+            return "bad_submission", (f"{submission / f}: missing; a submission is a folder with "
+                                      f"{' and '.join(SUBMISSION_FILES)}; fix: add it (the exercise's starting point "
+                                      f"is student_template/{spec.name}/{f})")
     for f in SUBMISSION_FILES:
         undecodable = not_utf8(submission / f)
         if undecodable:

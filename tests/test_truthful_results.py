@@ -396,3 +396,25 @@ def test_a_missing_crt_header_names_the_fix():
     diags = parse_compiler_log(log, "kernel.cu")
     assert diags and "nvidia-cuda-crt" in diags[0][3] and "CUDA_PATH" in diags[0][3]
     assert "nvidia-cuda-crt" in str(CompileError("kernel.cu", diags, log))
+
+
+def test_a_host_standard_library_header_names_why_it_is_missing():
+    """New-user trial (2026-12-04): `#include <vector>` in kernel.cu gave only NVRTC's "cannot open
+    source file"; the message now says NVRTC has no host C++ library. A header of the submission's
+    own that is missing gets no such note."""
+    from grader.kernel import parse_compiler_log
+    diags = parse_compiler_log('kernel.cu(3): catastrophic error: cannot open source file "vector"\n', "kernel.cu")
+    assert diags and "host's C++ standard library" in diags[0][3] and diags[0][:2] == ("kernel.cu", 3)
+    own = parse_compiler_log('kernel.cu(3): catastrophic error: cannot open source file "vector_ops.cuh"\n', "kernel.cu")
+    assert own and "standard library" not in own[0][3]
+
+
+def test_a_missing_solution_py_says_where_to_start_from(tmp_path):
+    from grader.spec import load_spec
+    from grader.static import static_check
+    root = Path(__file__).resolve().parents[1]
+    (tmp_path / "kernel.cu").write_text("// nothing yet\n")
+    kind, message = static_check(load_spec(root / "exercises" / "ex01_vector_add" / "spec.toml"), tmp_path)
+    assert kind == "bad_submission" and message.endswith("fix: add it (the exercise's starting point is "
+                                                         "student_template/ex01_vector_add/solution.py)"), message
+
