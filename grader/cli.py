@@ -635,21 +635,24 @@ def _compile_only(spec, submission: Path, arch: str | None, sink: ReportSink) ->
     if arch is None:
         info = dev.detect()
         arch = info.arch if info else spec.arch or "sm_90"   # the spec's [features] arch where no GPU says
+    elif spec.arch and spec.arch.endswith("a") and arch != spec.arch:   # static_report compiles for spec.arch
+        click.echo(f"grade: --arch {arch} not used: {spec.name} compiles for {spec.arch} only ([features] arch), "
+                   f"as grading does", err=True)
     try:
         rep = static_report(spec, submission, arch)
     except Exception as exc:  # noqa: BLE001 - a grader bug: say so and still write the result file
         sink.error("grader_error", f"grader error in the static checks: {type(exc).__name__}: {exc}", EXIT_ERROR)
     code = EXIT_NOT_GRADED if rep.problems else EXIT_OK if rep.compiled else EXIT_ERROR
-    sink.emit(lambda f: render_static(spec, submission, rep, f, code), lambda: _show_static(spec, submission, arch, rep))
+    sink.emit(lambda f: render_static(spec, submission, rep, f, code), lambda: _show_static(spec, submission, rep))
     return code
 
 
-def _show_static(spec, submission: Path, arch: str, rep) -> None:  # type: ignore[no-untyped-def]
+def _show_static(spec, submission: Path, rep) -> None:  # type: ignore[no-untyped-def]
     """The static report on the terminal."""
     from rich.table import Table
     from grader.report.formats import KERNEL_COLUMNS, kernel_rows, static_verdict
     console = stdout_console()
-    console.rule(f"[bold]{spec.name}[/]: static report for {escape(str(submission))} ({arch})")
+    console.rule(f"[bold]{spec.name}[/]: static report for {escape(str(submission))} ({rep.arch})")
     if rep.compiled:
         console.print(escape(rep.compile_line()), highlight=False)
     if rep.kernels:

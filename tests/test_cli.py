@@ -125,6 +125,16 @@ def test_compile_only_reports_resources_of_the_stub(runner):
     assert "correctness and timing need a GPU" in out.output
 
 
+def test_compile_only_says_an_arch_specific_exercise_ignores_another_arch(runner):
+    """New-user trial (2026-12-04): `grade ex15 --arch sm_80 --compile-only` compiled for sm_90a (the
+    spec's [features] arch, as grading does) under a header that said sm_80; now the header names
+    the target used and one line says --arch was not used."""
+    out = runner.invoke(cli.main, ["ex15", "--root", str(ROOT), "--compile-only", "--arch", "sm_80"])
+    text = " ".join(out.output.split())
+    assert "--arch sm_80 not used: ex15_gemm_fp8_blockscaled compiles for sm_90a only" in text, out.output
+    assert "(sm_90a)" in text and "(sm_80)" not in text, out.output
+
+
 def test_compile_only_accepts_imports_of_modules_without_a_spec(runner, tmp_path, monkeypatch):
     """`import __main__` (a module with no import spec, as under a console script) is installed,
     not a grader error."""
