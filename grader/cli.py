@@ -632,16 +632,17 @@ def _compile_only(spec, submission: Path, arch: str | None, sink: ReportSink) ->
     from grader.report.formats import render_static
     from grader.static import static_report
 
+    given = arch
     if arch is None:
         info = dev.detect()
         arch = info.arch if info else spec.arch or "sm_90"   # the spec's [features] arch where no GPU says
-    elif spec.arch and spec.arch.endswith("a") and arch != spec.arch:   # static_report compiles for spec.arch
-        click.echo(f"grade: --arch {arch} not used: {spec.name} compiles for {spec.arch} only ([features] arch), "
-                   f"as grading does", err=True)
     try:
         rep = static_report(spec, submission, arch)
     except Exception as exc:  # noqa: BLE001 - a grader bug: say so and still write the result file
         sink.error("grader_error", f"grader error in the static checks: {type(exc).__name__}: {exc}", EXIT_ERROR)
+    if given is not None and rep.arch != given:   # a spec pinned to an arch-specific target (static_report)
+        click.echo(f"grade: --arch {given} not used: {spec.name} compiles for {rep.arch} only ([features] arch), "
+                   f"as grading does", err=True)
     code = EXIT_NOT_GRADED if rep.problems else EXIT_OK if rep.compiled else EXIT_ERROR
     sink.emit(lambda f: render_static(spec, submission, rep, f, code), lambda: _show_static(spec, submission, rep))
     return code
