@@ -11,7 +11,6 @@ Each check prints one line: shape, dtype, causal, value kind, OK/FAIL, worst err
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 from pathlib import Path
 
@@ -61,24 +60,11 @@ def check(cp, sol, ref, shape, dtype, causal, kind, seed):
     return ok
 
 
-def median_ms(cp, fn, reps=20):
-    for _ in range(3):
-        fn()
-    times = []
-    for _ in range(reps):
-        a, b = cp.cuda.Event(), cp.cuda.Event()
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(cp.cuda.get_elapsed_time(a, b))
-    return statistics.median(times)
-
-
 def bench(cp, sol, fa2):
     """ex14's benchmark shapes: this draft, the FA2 reference and SDPA, each timed on the same stream."""
     import torch
     import torch.nn.functional as F
+    from grader.device import median_event_ms
     from grader.spec import load_spec
     spec = load_spec(EXERCISE / "spec.toml")
     print(f"{'shape':<34} {'fa3 ms':>8} {'fa2 ms':>8} {'sdpa ms':>8} {'fa3 TF/s':>9} {'fa3/sdpa speed':>15} {'fa3/fa2':>8}")
@@ -93,9 +79,9 @@ def bench(cp, sol, fa2):
         view = (lambda t: cp.asarray(t.view(torch.uint16))) if dt == "bfloat16" else cp.asarray
         cq, ck, cv, co, cl = view(q), view(k), view(v), cp.asarray(o), cp.asarray(lse)
         with cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
-            t3 = median_ms(cp, lambda: sol.solve(cq, ck, cv, causal, co, cl))
-            t2 = median_ms(cp, lambda: fa2.solve(cq, ck, cv, causal, co, cl))
-            ts = median_ms(cp, lambda: F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal)))
+            t3 = median_event_ms(lambda: sol.solve(cq, ck, cv, causal, co, cl), 20, 3)
+            t2 = median_event_ms(lambda: fa2.solve(cq, ck, cv, causal, co, cl), 20, 3)
+            ts = median_event_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal)), 20, 3)
         flops = b.flops.evaluate(dims)
         print(f"{b.name:<34} {t3:>8.3f} {t2:>8.3f} {ts:>8.3f} {flops / t3 / 1e9:>9.1f} {ts / t3:>15.3f} {t2 / t3:>8.2f}")
 
