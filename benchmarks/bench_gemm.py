@@ -5,6 +5,7 @@
     PYTHONPATH=. python3 benchmarks/bench_gemm.py --quick         # no 8192^3
     PYTHONPATH=. python3 benchmarks/bench_gemm.py --only ex11,ex12
     PYTHONPATH=. python3 benchmarks/bench_gemm.py --tune          # also time the knob variants
+    PYTHONPATH=. python3 benchmarks/bench_gemm.py --only ex11 --tune --quick   # with drafts/ex11_prefetch
 
 Every solution and fixture is loaded from its file (solutions/exNN_*/solution.py,
 tests/fixtures/gpu/exNN_*/solution.py), so `grader.kernel.load("kernel.cu")` compiles the
@@ -27,6 +28,8 @@ The naive kernels (ex09 reference, its uncoalesced fixture, the ex10 fixture) ar
 4096^3 and 8192x8192x256 (the uncoalesced kernel takes ~2 s at 8192^3); a naive kernel slower
 than 0.5 s per call would be timed by hand with 3 calls. --quick also skips 8192^3 for
 everything. A whole run takes well under a minute on an H200 (--tune: about 40 s more).
+--tune also checks and times the candidates kept in drafts/ (DRAFTS: drafts/ex11_prefetch), each
+against its exercise's cuBLAS row.
 
 The table: shape, variant, median ms, TFLOP/s (2MNK / t), the baseline it is compared with,
 speed-up = t_baseline / t_variant, and for the references the bar:
@@ -80,7 +83,9 @@ VARIANTS = {
     "ex12_nomma_bf16": ("ex12", "tests/fixtures/gpu/ex12_gemm_tensorcore_nomma", "bf16", False, True),
     "ex12_fp16acc_f16": ("ex12", "tests/fixtures/gpu/ex12_gemm_tensorcore_fp16acc", "f16", False, False),
     "ex12_fp16acc_bf16": ("ex12", "tests/fixtures/gpu/ex12_gemm_tensorcore_fp16acc", "bf16", False, True),
+    "ex11_draft": ("ex11", "drafts/ex11_prefetch", "f32", False, True),
 }
+DRAFTS = {"ex11_draft"}    # candidates in drafts/: checked and timed only with --tune
 # Timed rows, in table order: (row name, variant or library call, baseline row, bar or None, bar shapes)
 ROWS = [
     ("cublas_f32", "cublas_f32", None, None, ()),
@@ -97,6 +102,7 @@ ROWS = [
     ("ex12_fp16acc_f16", "ex12_fp16acc_f16", "ex12_ref_f16", None, ()),
 ]
 EXERCISE_OF_ROW = {"cublas_f32": ("ex09", "ex10", "ex11"), "cublas_f16": ("ex12",)}
+LIBRARY_OF = {ex: lib for lib, exs in EXERCISE_OF_ROW.items() for ex in exs}   # a --tune row's baseline
 # --tune: (row name, variant, {module constant: value}) timed at 4096^3 and 8192^3 (not --quick)
 TUNE = [
     ("ex11_ref[256 thr,BK=8]", "ex11_ref", {"_VARIANT": "", "_BK": 8}),
@@ -104,6 +110,9 @@ TUNE = [
     ("ex11_ref[GROUP_M=16]", "ex11_ref", {"_GROUP_M": 16}),
     ("ex12_ref_f16[k64,s3,no pipe]", "ex12_ref_f16", {"_CONFIG": (64, 3, False)}),
     ("ex12_ref_f16[GROUP_M=8]", "ex12_ref_f16", {"_GROUP_M": 8}),
+    ("ex11_draft[w_k16_async]", "ex11_draft", {"_VEC_KERNEL": "w_k16_async"}),
+    ("ex11_draft[w_k8_async]", "ex11_draft", {"_VEC_KERNEL": "w_k8_async"}),
+    ("ex11_draft[k8_async]", "ex11_draft", {"_VEC_KERNEL": "k8_async"}),
 ]
 
 _modules: dict[str, object] = {}
@@ -293,7 +302,7 @@ def main():
     if not args.no_check:
         t0 = time.perf_counter()
         for v, (ex, *_rest) in VARIANTS.items():
-            if ex in only:
+            if ex in only and v not in DRAFTS:
                 ok &= check(v, only)
         if args.tune:
             for label, v, knobs in TUNE:
@@ -315,7 +324,7 @@ def main():
         bufs["c16"] = cp.empty((M, N), dtype=cp.float16)
         rows = [r for r in ROWS if (r[0] in EXERCISE_OF_ROW and set(EXERCISE_OF_ROW[r[0]]) & only)
                 or (r[0] in VARIANTS and VARIANTS[r[0]][0] in only)]
-        tune_rows = [(n, v, None, None, ()) for n, v, _ in TUNE
+        tune_rows = [(n, v, LIBRARY_OF[VARIANTS[v][0]], None, ()) for n, v, _ in TUNE
                      if args.tune and VARIANTS[v][0] in only and K != 256]
         for row, variant, base, bar, bar_shapes in rows + tune_rows:
             naive = variant in VARIANTS and VARIANTS[variant][3]
