@@ -106,7 +106,7 @@ def _resident_blocks(fn) -> int:
     """Blocks of THREADS threads one SM holds, limited by registers (allocated per warp in units of
     256) and by 2048 threads per SM (compute capability 8.0-9.0, CUDA C++ Programming Guide,
     "Compute Capabilities" table)."""
-    regs_per_warp = -(-fn.num_regs * 32 // 256) * 256
+    regs_per_warp = -(-int(fn.attributes["num_regs"]) * 32 // 256) * 256
     warps_by_regs = 65536 // regs_per_warp
     return max(1, min(warps_by_regs // (THREADS // 32), 2048 // THREADS))
 
@@ -147,7 +147,7 @@ def main() -> int:
             call_args = (out, np.uint32(0x9E3779B1), np.int32(ITERS))
             flop = 4096.0 * (threads // 32) * CHAINS * ITERS
         ms = median_event_ms(lambda: fn(grid, block, call_args), args.reps, warmup=3)
-        rows.append((f"{label} [{fn.num_regs} regs, {per_sm} blocks/SM]", _tflops(flop, ms), ms, _clock_mhz()))
+        rows.append((f"{label} [{fn.attributes['num_regs']} regs, {per_sm} blocks/SM]", _tflops(flop, ms), ms, _clock_mhz()))
 
     n = 8192
     for dtype, label in ((cp.float32, "cuBLAS fp32 8192^3 (cupy.matmul)"),
