@@ -1,8 +1,8 @@
 // drafts/ex14_fa3 -- a FlashAttention-3-style forward pass for ex14 on Hopper (sm_90a): TMA loads
 // of Q, K and V tiles into shared memory, wgmma for S = Q K^T (both operands from shared memory)
 // and for O += P V (P from registers), a producer warpgroup and two consumer warpgroups.
-// WRITTEN ON THE CPU MACHINE (2026-12-04, twenty-sixth session), COMPILED ONLY: never run on a GPU.
-// drafts/ex14_fa3/README.md says how to check it.
+// WRITTEN ON THE CPU MACHINE (2026-12-04, twenty-sixth session); first run on an H200 in the
+// twenty-seventh (verify.py --quick: 6 of 6 checks OK). drafts/ex14_fa3/README.md says how to check it.
 //
 // Same contract as solutions/ex14_flash_attention: q (B, H, Sq, D), k and v (B, H, Sk, D), float16
 // or bfloat16 bits, D in {64, 128}; o (B, H, Sq, D) and lse (B, H, Sq) float32; causal masks key j
@@ -27,10 +27,14 @@
 //     (transposed, imm-trans-b = 1) descriptor of V as the TMA writes it; not done here.
 // Shared memory (D = 128): Q 32 KB, 2 x (K 32 KB + V^T 32 KB), 7 barriers: 164,928 bytes.
 //
-// Not yet here (FlashAttention-3's other steps): ping-pong scheduling of the two consumer
-// warpgroups (one's softmax under the other's GEMMs), intra-warpgroup overlap of S_{j+1} = Q K_{j+1}^T
-// with the softmax of tile j, a persistent grid, FP8.
-//
+// Three kernels share this body (fa3_body's comment): fa3_* as above (S, softmax, P V in turn; 2
+// stages); fa3p_* with FlashAttention-3's intra-warpgroup overlap (S_j issued together with the P V
+// of tile j - 1, whose tensor-core time hides tile j's softmax; 3 stages: 229 KB of shared memory at
+// D = 128); fa3pp_* that and the ping-pong of the two consumer warpgroups (named barriers: one's
+// softmax runs under the other's GEMMs). Only fa3_* has run (2026-12-04, H200: six small checks OK);
+// fa3p/fa3pp were written on the CPU machine the same day (168 registers, no spills, nvcc 13.0).
+// Not yet here: a persistent grid, V read MN-major without the transpose pass, FP8.
+
 // Fragment layouts (PTX ISA, "WGMMA .m64nNk16 register fragment layout"): warp w of a warpgroup owns
 // rows 16w .. 16w + 15; lane l = 4g + t holds, for each 8-column slice j, d[4j + 0..1] at row 16w + g,
 // columns 8j + 2t + 0..1, and d[4j + 2..3] at row 16w + g + 8, same columns. The A operand from
@@ -51,6 +55,10 @@
 // slack to align the base to 1024 (swizzle atoms), Q, STAGES x (K, V^T), 7 barriers padded to 64
 #define F3_TILE(D) (256 * (D))
 #define F3_SMEM(D) (1024 + F3_TILE(D) * (1 + 2 * F3_STAGES) + 64)
+// the pipelined kernels (fa3p_*, fa3pp_*) keep K and V^T of a tile until the P V of the NEXT tile is
+// done, so they need a third stage to keep a tile's loads in flight: 3 stages, 10 barriers (80 bytes)
+#define F3P_STAGES 3
+#define F3P_SMEM(D) (1024 + F3_TILE(D) * (1 + 2 * F3P_STAGES) + 128)
 
 // a CUtensorMap (cuda.h) is 128 opaque bytes, 64-byte aligned (NVRTC has no cuda.h)
 struct __align__(64) TmaDesc {
@@ -196,18 +204,123 @@ __device__ __forceinline__ float f3_exp2(float x)
     return y;
 }
 
+// mask where the tile (keys n0 .. n0 + 127) can hold a masked key (past Sk, or above the diagonal of
+// the consumer's first row `first_row`); online softmax in the log2 domain (solutions/ex14's): sc
+// becomes P (fp32), m_run / l_run are updated, alpha is the factor the running O must be scaled by
+__device__ __forceinline__ void f3_softmax_tile(float (&sc)[64], float (&alpha)[2], float (&m_run)[2], float (&l_run)[2],
+                                                const int (&rows)[2], int first_row, int n0, int t, int Sk, int causal,
+                                                float scale_log2)
+{
+    const bool need_mask = n0 + F3_BN > Sk || (causal && n0 + F3_BN - 1 > first_row);
+    float tile_max[2] = {F3_NEG_INF, F3_NEG_INF};
+#pragma unroll
+    for (int sl = 0; sl < 16; ++sl) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            const int r = e >> 1;
+            if (need_mask) {
+                const int key = n0 + 8 * sl + 2 * t + (e & 1);
+                if (key >= Sk || (causal && key > rows[r])) sc[4 * sl + e] = F3_NEG_INF;
+            }
+            tile_max[r] = fmaxf(tile_max[r], sc[4 * sl + e]);
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
+        tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
+        const float m_new = fmaxf(m_run[r], tile_max[r]);
+        const float b = m_new == F3_NEG_INF ? 0.f : m_new * scale_log2;   // never -inf - -inf
+        alpha[r] = f3_exp2(m_run[r] * scale_log2 - b);
+        m_run[r] = m_new;
+        l_run[r] *= alpha[r];
+#pragma unroll
+        for (int sl = 0; sl < 16; ++sl) {
+            sc[4 * sl + 2 * r] = f3_exp2(fmaf(sc[4 * sl + 2 * r], scale_log2, -b));
+            sc[4 * sl + 2 * r + 1] = f3_exp2(fmaf(sc[4 * sl + 2 * r + 1], scale_log2, -b));
+            l_run[r] += sc[4 * sl + 2 * r] + sc[4 * sl + 2 * r + 1];
+        }
+    }
+}
+// P (fp32, S's accumulator layout) -> the inputs' type in wgmma's A-register layout
+template <typename T> __device__ __forceinline__ void f3_pack(const float (&sc)[64], unsigned (&pa)[32])
+{
+#pragma unroll
+    for (int kk = 0; kk < 8; ++kk) {
+        pa[4 * kk + 0] = F3Type<T>::pack(sc[8 * kk + 0], sc[8 * kk + 1]);
+        pa[4 * kk + 1] = F3Type<T>::pack(sc[8 * kk + 2], sc[8 * kk + 3]);
+        pa[4 * kk + 2] = F3Type<T>::pack(sc[8 * kk + 4], sc[8 * kk + 5]);
+        pa[4 * kk + 3] = F3Type<T>::pack(sc[8 * kk + 6], sc[8 * kk + 7]);
+    }
+}
+// O *= alpha per row: slice i holds acc[4i..4i+1] of row 0, acc[4i+2..4i+3] of row 1
+template <int D> __device__ __forceinline__ void f3_rescale(float (&acc)[D / 2], const float (&alpha)[2])
+{
+#pragma unroll
+    for (int i = 0; i < D / 8; ++i) {
+        acc[4 * i + 0] *= alpha[0];
+        acc[4 * i + 1] *= alpha[0];
+        acc[4 * i + 2] *= alpha[1];
+        acc[4 * i + 3] *= alpha[1];
+    }
+}
+
+// issue S = Q K^T for this consumer's 64 rows (64 x 128, fp32) from shared memory: Q box kk / 4 at
+// rows 64c, +32 bytes per k-step of 16; K box kk / 4 of the stage at sK_stage
 template <typename T, int D>
+__device__ __forceinline__ void f3_issue_qk(float (&sc)[64], unsigned sQ, unsigned sK_stage, int c)
+{
+    constexpr unsigned BOX = F3_BM * 128;
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+        const unsigned long long da = f3_desc(sQ + (kk / 4) * BOX + c * 64 * 128 + (kk % 4) * 32);
+        const unsigned long long db = f3_desc(sK_stage + (kk / 4) * BOX + (kk % 4) * 32);
+        F3Type<T>::qk(sc, da, db, kk != 0);
+    }
+}
+// issue O += P V^T-tile: P from registers, V^T box kk / 4 (keys 64 (kk / 4) ..) of the stage at
+// sV_stage, +32 bytes per k-step of 16 keys
+template <typename T, int D>
+__device__ __forceinline__ void f3_issue_pv(float (&acc)[D / 2], const unsigned (&pa)[32], unsigned sV_stage)
+{
+    constexpr unsigned VBOX = D * 128;
+#pragma unroll
+    for (int kk = 0; kk < F3_BN / 16; ++kk)
+        F3Type<T>::pv(acc, pa + 4 * kk, f3_desc(sV_stage + (kk / 4) * VBOX + (kk % 4) * 32));
+}
+// named barriers 1 and 2 (0 is __syncthreads): the two consumer warpgroups (256 threads) take turns
+// issuing their wgmma (FlashAttention-3's "ping-pong"): one's softmax runs under the other's GEMMs
+__device__ __forceinline__ void f3_named_sync(int id) { asm volatile("bar.sync %0, 256;\n" :: "r"(id) : "memory"); }
+__device__ __forceinline__ void f3_named_arrive(int id) { asm volatile("bar.arrive %0, 256;\n" :: "r"(id) : "memory"); }
+__device__ __forceinline__ void f3_wg_wait1() { asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory"); }
+
+// One CTA: 128 query rows of one (batch, head). STAGES K/V^T stages. PIPE = false: per key tile j,
+// S_j, softmax, O += P_j V_j, in that order (each wgmma waited for). PIPE = true (FlashAttention-3's
+// intra-warpgroup overlap): S_j and the P V of tile j - 1 are issued together, the softmax of tile j
+// runs while that P V is still in the tensor cores (wait_group 1 waits for S_j only), and the
+// rescale of O by tile j's alpha and the packing of P_j wait for it (wait_group 0); the last P V
+// after the loop. O stays right: before tile j's GEMMs O holds alpha_{j-1}-scaled sums up to tile
+// j - 2, the P V adds P_{j-1} V_{j-1}, then O *= alpha_j. A stage is released after the P V that
+// reads its V^T, a tile later than without PIPE, hence 3 stages. PINGPONG (with PIPE): the two
+// consumers take turns issuing their GEMMs (named barriers 1 and 2; consumer 1 lets consumer 0 go
+// first; every turn ends with an arrive on the other's barrier, and consumer 0 takes one more sync
+// at the end so that every arrive is matched: both consumers have n_tiles + 1 turns).
+template <typename T, int D, int STAGES, bool PIPE, bool PINGPONG>
 __device__ __forceinline__ void fa3_body(const TmaDesc* tq, const TmaDesc* tk, const TmaDesc* tv, float* __restrict__ o,
                                          float* __restrict__ lse, int Sq, int Sk, int causal, float scale_log2)
 {
+    static_assert(PIPE || !PINGPONG, "ping-pong is built on the pipelined loop");
     constexpr unsigned TILE = F3_TILE(D);
     constexpr unsigned BOX = F3_BM * 128;          // one 128-row x 64-column box of Q or K: 16 KB
     constexpr unsigned VBOX = D * 128;             // one D-row x 64-key box of V^T
     extern __shared__ unsigned char f3_raw[];
     const unsigned base = (f3_smem(f3_raw) + 1023u) & ~1023u;
-    const unsigned sQ = base, sK = sQ + TILE, sV = sK + F3_STAGES * TILE;
-    const unsigned bars = sV + F3_STAGES * TILE;   // q_full, k_full[2], v_full[2], empty[2]
+    const unsigned sQ = base, sK = sQ + TILE, sV = sK + STAGES * TILE;
+    const unsigned bars = sV + STAGES * TILE;      // q_full, k_full[STAGES], v_full[STAGES], empty[STAGES]
     const unsigned q_full = bars;
+    auto k_full = [&](int st) { return bars + 8 * (1 + st); };
+    auto v_full = [&](int st) { return bars + 8 * (1 + STAGES + st); };
+    auto empty = [&](int st) { return bars + 8 * (1 + 2 * STAGES + st); };
     const int wg = threadIdx.x / 128;
     // grid (m tiles, B * H); causal CTAs run longest rows first
     const int mtile = causal ? (int)gridDim.x - 1 - (int)blockIdx.x : (int)blockIdx.x;
@@ -217,10 +330,10 @@ __device__ __forceinline__ void fa3_body(const TmaDesc* tq, const TmaDesc* tk, c
 
     if (threadIdx.x == 0) {
         f3_bar_init(q_full, 1);
-        for (int s = 0; s < F3_STAGES; ++s) {
-            f3_bar_init(bars + 8 * (1 + s), 1);                      // k_full[s]
-            f3_bar_init(bars + 8 * (1 + F3_STAGES + s), 1);          // v_full[s]
-            f3_bar_init(bars + 8 * (1 + 2 * F3_STAGES + s), 8);      // empty[s]: 8 consumer warps
+        for (int st = 0; st < STAGES; ++st) {
+            f3_bar_init(k_full(st), 1);
+            f3_bar_init(v_full(st), 1);
+            f3_bar_init(empty(st), 8);             // 8 consumer warps
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
@@ -237,18 +350,17 @@ __device__ __forceinline__ void fa3_body(const TmaDesc* tq, const TmaDesc* tk, c
             for (int h = 0; h < D / 64; ++h)
                 f3_tma_3d(sQ + h * BOX, tq, q_full, 64 * h, m0, bh);
             for (int j = 0; j < n_tiles; ++j) {
-                const int s = j % F3_STAGES;
-                const unsigned phase = (unsigned)(j / F3_STAGES) & 1u;
-                f3_bar_wait(bars + 8 * (1 + 2 * F3_STAGES + s), phase ^ 1u);   // stage s free
-                const unsigned kf = bars + 8 * (1 + s), vf = bars + 8 * (1 + F3_STAGES + s);
-                f3_bar_expect_tx(kf, TILE);
+                const int st = j % STAGES;
+                const unsigned phase = (unsigned)(j / STAGES) & 1u;
+                f3_bar_wait(empty(st), phase ^ 1u);   // stage st free
+                f3_bar_expect_tx(k_full(st), TILE);
 #pragma unroll
                 for (int h = 0; h < D / 64; ++h)
-                    f3_tma_3d(sK + s * TILE + h * BOX, tk, kf, 64 * h, j * F3_BN, bh);
-                f3_bar_expect_tx(vf, TILE);
+                    f3_tma_3d(sK + st * TILE + h * BOX, tk, k_full(st), 64 * h, j * F3_BN, bh);
+                f3_bar_expect_tx(v_full(st), TILE);
 #pragma unroll
                 for (int h = 0; h < F3_BN / 64; ++h)
-                    f3_tma_3d(sV + s * TILE + h * VBOX, tv, vf, j * F3_BN + 64 * h, 0, bh);
+                    f3_tma_3d(sV + st * TILE + h * VBOX, tv, v_full(st), j * F3_BN + 64 * h, 0, bh);
             }
         }
         return;
@@ -262,92 +374,88 @@ __device__ __forceinline__ void fa3_body(const TmaDesc* tq, const TmaDesc* tk, c
     float sc[64];                                  // S then P, m64n128
     unsigned pa[32];                               // P in the inputs' type, A-register layout
     float m_run[2] = {F3_NEG_INF, F3_NEG_INF}, l_run[2] = {0.f, 0.f};
+    float alpha[2];
 #pragma unroll
     for (int i = 0; i < D / 2; ++i) acc[i] = 0.f;
     f3_bar_wait(q_full, 0);
+    const int my_turn = 1 + c, their_turn = 2 - c;  // named barrier ids
+    if (PINGPONG && c == 1) f3_named_arrive(1);    // consumer 0 goes first
 
-    for (int j = 0; j < n_tiles; ++j) {
-        const int s = j % F3_STAGES;
-        const unsigned phase = (unsigned)(j / F3_STAGES) & 1u;
-        const int n0 = j * F3_BN;
-        f3_bar_wait(bars + 8 * (1 + s), phase);    // K_j landed
+    if constexpr (!PIPE) {
+        for (int j = 0; j < n_tiles; ++j) {
+            const int st = j % STAGES;
+            const unsigned phase = (unsigned)(j / STAGES) & 1u;
+            f3_bar_wait(k_full(st), phase);        // K_j landed
+            f3_pin(sc);
+            f3_wg_fence();
+            f3_issue_qk<T, D>(sc, sQ, sK + st * TILE, c);
+            f3_wg_commit();
+            f3_wg_wait0();
+            f3_pin(sc);
+            f3_softmax_tile(sc, alpha, m_run, l_run, rows, m0 + 64 * c, j * F3_BN, t, Sk, causal, scale_log2);
+            f3_pack<T>(sc, pa);
+            f3_rescale<D>(acc, alpha);
+            f3_bar_wait(v_full(st), phase);        // V^T_j landed
+            f3_pin(acc);
+            f3_pin(pa);
+            f3_wg_fence();
+            f3_issue_pv<T, D>(acc, pa, sV + st * TILE);
+            f3_wg_commit();
+            f3_wg_wait0();
+            f3_pin(acc);
+            f3_pin(pa);
+            if (lane == 0) f3_bar_arrive(empty(st));   // stage st may be refilled
+        }
+    } else {
+        // tile 0: S_0 alone
+        f3_bar_wait(k_full(0), 0);
+        if (PINGPONG) f3_named_sync(my_turn);
         f3_pin(sc);
         f3_wg_fence();
-#pragma unroll
-        for (int kk = 0; kk < D / 16; ++kk) {
-            // Q rows 64c.. of box kk / 4, +32 bytes per k-step; K box kk / 4 of stage s
-            const unsigned long long da = f3_desc(sQ + (kk / 4) * BOX + c * 64 * 128 + (kk % 4) * 32);
-            const unsigned long long db = f3_desc(sK + s * TILE + (kk / 4) * BOX + (kk % 4) * 32);
-            F3Type<T>::qk(sc, da, db, kk != 0);
-        }
+        f3_issue_qk<T, D>(sc, sQ, sK, c);
         f3_wg_commit();
+        if (PINGPONG) f3_named_arrive(their_turn);
         f3_wg_wait0();
         f3_pin(sc);
-
-        // mask where the tile can hold a masked key (past Sk, or above the diagonal of this
-        // consumer's first row); online softmax in the log2 domain (solutions/ex14's)
-        const bool need_mask = n0 + F3_BN > Sk || (causal && n0 + F3_BN - 1 > m0 + 64 * c);
-        float tile_max[2] = {F3_NEG_INF, F3_NEG_INF};
-#pragma unroll
-        for (int sl = 0; sl < 16; ++sl) {
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                const int r = e >> 1;
-                if (need_mask) {
-                    const int key = n0 + 8 * sl + 2 * t + (e & 1);
-                    if (key >= Sk || (causal && key > rows[r])) sc[4 * sl + e] = F3_NEG_INF;
-                }
-                tile_max[r] = fmaxf(tile_max[r], sc[4 * sl + e]);
-            }
+        f3_softmax_tile(sc, alpha, m_run, l_run, rows, m0 + 64 * c, 0, t, Sk, causal, scale_log2);
+        f3_pack<T>(sc, pa);                        // O is 0: no rescale
+        for (int j = 1; j < n_tiles; ++j) {
+            const int st = j % STAGES, sp = (j - 1) % STAGES;
+            f3_bar_wait(k_full(st), (unsigned)(j / STAGES) & 1u);        // K_j landed
+            f3_bar_wait(v_full(sp), (unsigned)((j - 1) / STAGES) & 1u);  // V^T_{j-1} landed
+            if (PINGPONG) f3_named_sync(my_turn);
+            f3_pin(sc);
+            f3_pin(acc);
+            f3_pin(pa);
+            f3_wg_fence();
+            f3_issue_qk<T, D>(sc, sQ, sK + st * TILE, c);
+            f3_wg_commit();
+            f3_issue_pv<T, D>(acc, pa, sV + sp * TILE);
+            f3_wg_commit();
+            if (PINGPONG) f3_named_arrive(their_turn);
+            f3_wg_wait1();                         // S_j done; P_{j-1} V_{j-1} may still run
+            f3_pin(sc);
+            f3_softmax_tile(sc, alpha, m_run, l_run, rows, m0 + 64 * c, j * F3_BN, t, Sk, causal, scale_log2);
+            f3_wg_wait0();                         // P_{j-1} V_{j-1} done: pa and acc are free
+            f3_pin(acc);
+            f3_pin(pa);
+            if (lane == 0) f3_bar_arrive(empty(sp));   // K_{j-1} and V^T_{j-1} read: refill
+            f3_rescale<D>(acc, alpha);
+            f3_pack<T>(sc, pa);
         }
-        float alpha[2];
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-            tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
-            tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
-            const float m_new = fmaxf(m_run[r], tile_max[r]);
-            const float b = m_new == F3_NEG_INF ? 0.f : m_new * scale_log2;   // never -inf - -inf
-            alpha[r] = f3_exp2(m_run[r] * scale_log2 - b);
-            m_run[r] = m_new;
-            l_run[r] *= alpha[r];
-#pragma unroll
-            for (int sl = 0; sl < 16; ++sl) {
-                sc[4 * sl + 2 * r] = f3_exp2(fmaf(sc[4 * sl + 2 * r], scale_log2, -b));
-                sc[4 * sl + 2 * r + 1] = f3_exp2(fmaf(sc[4 * sl + 2 * r + 1], scale_log2, -b));
-                l_run[r] += sc[4 * sl + 2 * r] + sc[4 * sl + 2 * r + 1];
-            }
-        }
-#pragma unroll
-        for (int kk = 0; kk < 8; ++kk) {
-            pa[4 * kk + 0] = F3Type<T>::pack(sc[8 * kk + 0], sc[8 * kk + 1]);
-            pa[4 * kk + 1] = F3Type<T>::pack(sc[8 * kk + 2], sc[8 * kk + 3]);
-            pa[4 * kk + 2] = F3Type<T>::pack(sc[8 * kk + 4], sc[8 * kk + 5]);
-            pa[4 * kk + 3] = F3Type<T>::pack(sc[8 * kk + 6], sc[8 * kk + 7]);
-        }
-#pragma unroll
-        for (int i = 0; i < D / 8; ++i) {          // slice i: acc[4i..4i+1] row 0, acc[4i+2..4i+3] row 1
-            acc[4 * i + 0] *= alpha[0];
-            acc[4 * i + 1] *= alpha[0];
-            acc[4 * i + 2] *= alpha[1];
-            acc[4 * i + 3] *= alpha[1];
-        }
-
-        f3_bar_wait(bars + 8 * (1 + F3_STAGES + s), phase);   // V^T_j landed
+        const int sl = (n_tiles - 1) % STAGES;     // the last P V
+        f3_bar_wait(v_full(sl), (unsigned)((n_tiles - 1) / STAGES) & 1u);
+        if (PINGPONG) f3_named_sync(my_turn);
         f3_pin(acc);
         f3_pin(pa);
         f3_wg_fence();
-#pragma unroll
-        for (int kk = 0; kk < F3_BN / 16; ++kk) {
-            // V^T box kk / 4 (keys 64 (kk / 4) ..) of stage s, +32 bytes per k-step of 16 keys
-            const unsigned long long db = f3_desc(sV + s * TILE + (kk / 4) * VBOX + (kk % 4) * 32);
-            F3Type<T>::pv(acc, pa + 4 * kk, db);
-        }
+        f3_issue_pv<T, D>(acc, pa, sV + sl * TILE);
         f3_wg_commit();
+        if (PINGPONG) f3_named_arrive(their_turn);
         f3_wg_wait0();
         f3_pin(acc);
         f3_pin(pa);
-        if (lane == 0)
-            f3_bar_arrive(bars + 8 * (1 + 2 * F3_STAGES + s));   // stage s may be refilled
+        if (PINGPONG && c == 0) f3_named_sync(my_turn);   // matches consumer 1's last arrive
     }
 
     const size_t head = (size_t)bh * Sq;
@@ -368,25 +476,35 @@ __device__ __forceinline__ void fa3_body(const TmaDesc* tq, const TmaDesc* tk, c
     }
 }
 
-#define F3_BODY(T, D) fa3_body<T, D>(&tq, &tk, &tv, o, lse, Sq, Sk, causal, scale_log2)
+#define F3_BODY(T, D, S, P, PP) fa3_body<T, D, S, P, PP>(&tq, &tk, &tv, o, lse, Sq, Sk, causal, scale_log2)
 #else
-#define F3_BODY(T, D) __trap()   // not sm_90a: wgmma, setmaxnreg and this kernel do not exist
+#define F3_BODY(T, D, S, P, PP) __trap()   // not sm_90a: wgmma, setmaxnreg and this kernel do not exist
 #endif
 
-// fa3_{f16,bf16}_d{64,128}: tq the map of q as (B*H, Sq, D), box (1, 128, 64); tk of k as (B*H, Sk,
-// D), box (1, 128, 64); tv of V^T as (B*H, D, Skp), box (1, D, 64), all 128-byte swizzle.
-// Launch: grid (ceil(Sq / 128), B * H), 384 threads, F3_SMEM(D) bytes of dynamic shared memory.
-#define F3_KERNEL(NAME, T, D)                                                                             \
+// fa3{,p,pp}_{f16,bf16}_d{64,128}: tq the map of q as (B*H, Sq, D), box (1, 128, 64); tk of k as
+// (B*H, Sk, D), box (1, 128, 64); tv of V^T as (B*H, D, Skp), box (1, D, 64), all 128-byte swizzle.
+// Launch: grid (ceil(Sq / 128), B * H), 384 threads, F3_SMEM(D) (fa3_*) or F3P_SMEM(D) (fa3p_*,
+// fa3pp_*) bytes of dynamic shared memory. fa3: S, softmax, P V in turn; fa3p: the pipelined loop;
+// fa3pp: pipelined, the two consumers taking turns (ping-pong).
+#define F3_KERNEL(NAME, T, D, S, P, PP)                                                                   \
     extern "C" __global__ void __launch_bounds__(F3_THREADS, 1)                                           \
     NAME(const __grid_constant__ TmaDesc tq, const __grid_constant__ TmaDesc tk,                          \
          const __grid_constant__ TmaDesc tv, float* o, float* lse, int Sq, int Sk, int causal, float scale_log2) \
     {                                                                                                     \
-        F3_BODY(T, D);                                                                                    \
+        F3_BODY(T, D, S, P, PP);                                                                          \
     }
-F3_KERNEL(fa3_f16_d64, __half, 64)
-F3_KERNEL(fa3_f16_d128, __half, 128)
-F3_KERNEL(fa3_bf16_d64, __nv_bfloat16, 64)
-F3_KERNEL(fa3_bf16_d128, __nv_bfloat16, 128)
+F3_KERNEL(fa3_f16_d64, __half, 64, F3_STAGES, false, false)
+F3_KERNEL(fa3_f16_d128, __half, 128, F3_STAGES, false, false)
+F3_KERNEL(fa3_bf16_d64, __nv_bfloat16, 64, F3_STAGES, false, false)
+F3_KERNEL(fa3_bf16_d128, __nv_bfloat16, 128, F3_STAGES, false, false)
+F3_KERNEL(fa3p_f16_d64, __half, 64, F3P_STAGES, true, false)
+F3_KERNEL(fa3p_f16_d128, __half, 128, F3P_STAGES, true, false)
+F3_KERNEL(fa3p_bf16_d64, __nv_bfloat16, 64, F3P_STAGES, true, false)
+F3_KERNEL(fa3p_bf16_d128, __nv_bfloat16, 128, F3P_STAGES, true, false)
+F3_KERNEL(fa3pp_f16_d64, __half, 64, F3P_STAGES, true, true)
+F3_KERNEL(fa3pp_f16_d128, __half, 128, F3P_STAGES, true, true)
+F3_KERNEL(fa3pp_bf16_d64, __nv_bfloat16, 64, F3P_STAGES, true, true)
+F3_KERNEL(fa3pp_bf16_d128, __nv_bfloat16, 128, F3P_STAGES, true, true)
 
 // vt (BH, D, Skp) = v (BH, Sk, D) transposed per head, keys Sk .. Skp - 1 zero. 16-bit elements.
 // Launch: grid (ceil(Skp / 32), D / 32, BH), block (32, 8).

@@ -10,7 +10,8 @@ until the course decides how ex14 gets sm_90a (README.md).
 What solve does per call: V transposed into a cached scratch (B*H, D, Sk rounded up to 8), zeros
 past Sk (fa3_transpose_v, timed: it is this solution's cost); three tensor maps (q and k as
 (B*H, S, D), box (1, 128, 64); V^T as (B*H, D, Skp), box (1, D, 64); 128-byte swizzle); one launch
-of (ceil(Sq / 128), B*H) CTAs of 384 threads. An input whose address is not 16-byte aligned (the
+of (ceil(Sq / 128), B*H) CTAs of 384 threads, of the kernel `_VARIANT` names (kernel.cu: fa3, fa3p,
+fa3pp; only the plain one has run on a GPU, 2026-12-04: six small checks). An input whose address is not 16-byte aligned (the
 TMA's requirement) is copied into an aligned scratch first.
 """
 import math
@@ -22,7 +23,9 @@ from grader.kernel import load, tensor_map
 
 _BM = 128                               # = F3_BM in kernel.cu (query rows per CTA)
 _THREADS = 384                          # = F3_THREADS
-_STAGES = 2                             # = F3_STAGES
+_VARIANT = ""                           # kernel: "" (fa3_*: S, softmax, P V in turn), "p" (fa3p_*:
+                                        # the pipelined loop), "pp" (fa3pp_*: pipelined + ping-pong)
+_STAGES = {"": 2, "p": 3, "pp": 3}      # = F3_STAGES, F3P_STAGES
 _KINDS = {np.dtype(np.float16): "f16", np.dtype(np.uint16): "bf16"}   # uint16 = bfloat16 bits
 _LOG2E = 1.4426950408889634
 
@@ -31,9 +34,10 @@ _funcs = {}
 _scratch = {}
 
 
-def _smem(d):
-    """= F3_SMEM(D): 1024 B alignment slack, the Q tile, STAGES x (K, V^T), the barriers."""
-    return 1024 + 256 * d * (1 + 2 * _STAGES) + 64
+def _smem(d, variant):
+    """= F3_SMEM(D) or F3P_SMEM(D): 1024 B alignment slack, the Q tile, STAGES x (K, V^T), the barriers."""
+    stages = _STAGES[variant]
+    return 1024 + 256 * d * (1 + 2 * stages) + (64 if stages == 2 else 128)
 
 
 def _cdiv(a, b):
@@ -86,7 +90,8 @@ def solve(q, k, v, causal, o, lse):
     maps = (tensor_map(q3, (1, _BM, 64), swizzle=128, l2_promotion=256),
             tensor_map(k3, (1, 128, 64), swizzle=128, l2_promotion=256),
             tensor_map(vt, (1, D, 64), swizzle=128, l2_promotion=256))
-    f = _function(f"fa3_{kind}_d{D}", _smem(D))
+    smem = _smem(D, _VARIANT)
+    f = _function(f"fa3{_VARIANT}_{kind}_d{D}", smem)
     f((_cdiv(Sq, _BM), bh), (_THREADS,),
       (*maps, o, lse, np.int32(Sq), np.int32(Sk), np.int32(1 if causal else 0), np.float32(_LOG2E / math.sqrt(D))),
-      shared_mem=_smem(D))
+      shared_mem=smem)

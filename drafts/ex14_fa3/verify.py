@@ -5,6 +5,8 @@ side with the FA2 reference (solutions/ex14_flash_attention) and torch SDPA at e
     python3 drafts/ex14_fa3/verify.py                 # every check; exit 1 on any failure
     python3 drafts/ex14_fa3/verify.py --bench         # and the timing table (needs torch)
     python3 drafts/ex14_fa3/verify.py --quick         # the first six checks only (a first smoke test)
+    python3 drafts/ex14_fa3/verify.py --variant p     # one kernel of kernel.cu: "plain", "p" or "pp"
+                                                      # (default: each of them in turn)
 
 Each check prints one line: shape, dtype, causal, value kind, OK/FAIL, worst err/bound for o and lse.
 """
@@ -24,6 +26,7 @@ SHAPES = [(1, 1, 1, 1, 64), (1, 2, 17, 33, 128), (2, 3, 128, 128, 64), (1, 2, 12
           (1, 1, 300, 1000, 128), (1, 1, 1000, 300, 64), (2, 2, 256, 256, 128), (1, 1, 4097, 129, 64),
           (1, 2, 513, 2049, 128), (4, 16, 1024, 1024, 128)]
 KINDS = ("normal", "large")       # large: q scaled so that scores reach +-80 (overflow without the max)
+VARIANTS = {"plain": "", "p": "p", "pp": "pp"}   # --variant -> solution._VARIANT (kernel.cu's fa3, fa3p, fa3pp)
 
 
 def inputs(cp, shape, dtype, kind, seed):
@@ -60,14 +63,15 @@ def check(cp, sol, ref, shape, dtype, causal, kind, seed):
     return ok
 
 
-def bench(cp, sol, fa2):
-    """ex14's benchmark shapes: this draft, the FA2 reference and SDPA, each timed on the same stream."""
+def bench(cp, sol, fa2, variants):
+    """ex14's benchmark shapes: each variant of this draft, the FA2 reference and SDPA, timed on the
+    same stream (20 calls, median)."""
     import torch
     import torch.nn.functional as F
     from grader.device import median_event_ms
     from grader.spec import load_spec
     spec = load_spec(EXERCISE / "spec.toml")
-    print(f"{'shape':<34} {'fa3 ms':>8} {'fa2 ms':>8} {'sdpa ms':>8} {'fa3 TF/s':>9} {'fa3/sdpa speed':>15} {'fa3/fa2':>8}")
+    print(f"{'shape':<34} {'variant':>7} {'fa3 ms':>8} {'fa2 ms':>8} {'sdpa ms':>8} {'fa3 TF/s':>9} {'fa3/sdpa speed':>15} {'fa3/fa2':>8}")
     for b in spec.benchmarks:
         dims, dt = b.as_dict(), dict(b.types)["T"]
         B, H, Sq, Sk, D = (dims[x] for x in ("B", "H", "Sq", "Sk", "D"))
@@ -79,18 +83,23 @@ def bench(cp, sol, fa2):
         view = (lambda t: cp.asarray(t.view(torch.uint16))) if dt == "bfloat16" else cp.asarray
         cq, ck, cv, co, cl = view(q), view(k), view(v), cp.asarray(o), cp.asarray(lse)
         with cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
-            t3 = median_event_ms(lambda: sol.solve(cq, ck, cv, causal, co, cl), 20, 3)
             t2 = median_event_ms(lambda: fa2.solve(cq, ck, cv, causal, co, cl), 20, 3)
             ts = median_event_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal)), 20, 3)
-        flops = b.flops.evaluate(dims)
-        print(f"{b.name:<34} {t3:>8.3f} {t2:>8.3f} {ts:>8.3f} {flops / t3 / 1e9:>9.1f} {ts / t3:>15.3f} {t2 / t3:>8.2f}")
+            for variant in variants:
+                sol._VARIANT = VARIANTS[variant]
+                t3 = median_event_ms(lambda: sol.solve(cq, ck, cv, causal, co, cl), 20, 3)
+                flops = b.flops.evaluate(dims)
+                print(f"{b.name:<34} {variant:>7} {t3:>8.3f} {t2:>8.3f} {ts:>8.3f} {flops / t3 / 1e9:>9.1f} "
+                      f"{ts / t3:>15.3f} {t2 / t3:>8.2f}", flush=True)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bench", action="store_true")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--variant", choices=[*VARIANTS, "all"], default="all")
     args = ap.parse_args()
+    variants = list(VARIANTS) if args.variant == "all" else [args.variant]
     import cupy as cp
     import grader.kernel as gk
     from grader.spec import load_spec
@@ -103,10 +112,15 @@ def main() -> int:
     checks = [(s, dt, c, kind) for s in SHAPES for dt in ("float16", "bfloat16") for c in (0, 1) for kind in KINDS]
     if args.quick:
         checks = checks[:6]
-    failed = sum(not check(cp, sol, ref, s, dt, c, kind, seed) for seed, (s, dt, c, kind) in enumerate(checks))
-    print(f"{len(checks) - failed} of {len(checks)} checks OK")
+    failed = 0
+    for variant in variants:
+        sol._VARIANT = VARIANTS[variant]
+        print(f"-- variant {variant}", flush=True)
+        bad = sum(not check(cp, sol, ref, s, dt, c, kind, seed) for seed, (s, dt, c, kind) in enumerate(checks))
+        print(f"variant {variant}: {len(checks) - bad} of {len(checks)} checks OK", flush=True)
+        failed += bad
     if args.bench:
-        bench(cp, sol, fa2)
+        bench(cp, sol, fa2, variants)
     return 1 if failed else 0
 
 
