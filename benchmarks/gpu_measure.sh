@@ -33,10 +33,12 @@ for n in 1 2; do
   [ -f calibration/sm_90.toml ] && cp calibration/sm_90.toml "$OUT/calibration_$n.toml"
 done
 cp "$OUT/calibration_committed.toml" calibration/sm_90.toml
-if [ -n "${CAL_ONLY:-}" ]; then
+calibration_summary() {
   echo "== calibrate"; grep -hE "wrote|not written|refus|exit" "$OUT"/calibrate_[12].txt | tail -12
-  echo "== run 1 vs run 2"; python3 benchmarks/compare_calibrations.py "$OUT/calibration_1.toml" "$OUT/calibration_2.toml"
-  date -u +"done %T UTC"; exit 0
+  echo "== run 1 vs run 2"; python3 benchmarks/compare_calibrations.py "$OUT/calibration_1.toml" "$OUT/calibration_2.toml" | tail -"$1"
+}
+if [ -n "${CAL_ONLY:-}" ]; then
+  calibration_summary 60; date -u +"done %T UTC"; exit 0
 fi
 timeout 150 python3 benchmarks/bench_references.py --only ${BENCH_ONLY:-ex01_vector_add ex03_transpose ex07_softmax} \
   > "$OUT/bench.txt" 2>&1; echo "bench exit $?" >> "$OUT/bench.txt"
@@ -51,8 +53,7 @@ if [ -n "$NCU" ] && [ -z "${SKIP_NCU:-}" ]; then
 else
   echo "no ncu on this machine (or SKIP_NCU): the Nsight Compute comparison was not run" > "$OUT/ncu.txt"
 fi
-echo "== calibrate"; grep -hE "wrote|not written|refus|exit" "$OUT"/calibrate_[12].txt | tail -12
-echo "== run 1 vs run 2"; python3 benchmarks/compare_calibrations.py "$OUT/calibration_1.toml" "$OUT/calibration_2.toml" | tail -8
+calibration_summary 8
 echo "== committed vs run 2"; python3 benchmarks/compare_calibrations.py "$OUT/calibration_committed.toml" "$OUT/calibration_2.toml" | tail -4
 echo "== bench"; tail -25 "$OUT/bench.txt"
 echo "== overhead"; cut -c1-260 "$OUT/overhead.txt" | tail -14
