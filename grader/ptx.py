@@ -11,7 +11,8 @@ PTX is parsed as the assembler reads it: comments are removed first (a submissio
 asm strings may span lines and hide comment markers), and a function's line information and calls include those of
 every function it can call, so code moved into a ``__noinline__`` device function still counts
 for the kernel that runs it. An indirect call (a function pointer) can reach any function of the
-module. Reference: PTX ISA, "Debugging Directives" (.file, .loc) and "Function declarations and
+module, and beyond it code of another module (``Module.calls_indirectly``: the own-kernels check
+refuses such kernels). Reference: PTX ISA, "Debugging Directives" (.file, .loc) and "Function declarations and
 definitions" (.entry, .func, call).
 """
 from __future__ import annotations
@@ -75,6 +76,11 @@ class Module:
                 return seen | set(self.functions)
             todo += [c for c in f.calls if c in self.functions and c not in seen]
         return seen
+
+    def calls_indirectly(self, entry: str) -> bool:
+        """Whether ``entry`` or a function it reaches calls through a pointer (a function pointer or
+        a virtual function: PTX ``call`` with a register operand)."""
+        return any(self.functions[n].indirect for n in self.reachable({entry}))
 
     def files_of(self, entry: str) -> set[str]:
         """The paths (``.file``) of every line of code ``entry`` can run: its own and those of the

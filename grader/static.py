@@ -511,9 +511,8 @@ def cuda_sources(submission: Path) -> list[Path]:
 
 # A preprocessing directive that includes a file: `#` or its digraph `%:`, then include or
 # include_next (NVRTC takes both); its operand is "name", <name>, or anything else (a macro: a
-# computed include). Read after comments are removed and backslash-newlines spliced, as the
-# preprocessor does (C++17 [lex.phases] phases 2 and 3).
-_SPLICE = re.compile(r"\\\r?\n")   # a backslash-newline, removed before directives are read
+# computed include). Read in :func:`strip_comments`' output (backslash-newlines spliced, comments
+# removed), as the preprocessor reads it (C++17 [lex.phases] phases 2 and 3).
 _INCLUDE = re.compile(r'^[ \t]*(?:#|%:)[ \t]*include(?:_next)?\b[ \t]*(?:"([^"\n]*)"|<([^>\n]*)>|([^\n]*))', re.M)
 
 
@@ -537,12 +536,11 @@ def included_files(submission: Path, roots: list[Path]) -> tuple[list[Path], str
             text = strip_comments(path.read_text(errors="replace"), "x.cu")
         except OSError:
             continue
-        spliced = _SPLICE.sub("", text)
-        for m in _INCLUDE.finditer(spliced):
+        for m in _INCLUDE.finditer(text):
             name = m.group(1) if m.group(1) is not None else m.group(2)
             if name is None:
                 if computed is None and m.group(3).strip():
-                    line = text.count("\n", 0, _unspliced_offset(text, m.start())) + 1
+                    line = text.count("\n", 0, m.start()) + 1
                     computed = (f"{path.relative_to(submission)}:{line}: #include {m.group(3).strip()} names no file "
                                 f"(a computed include): the grader checks every file kernel.cu includes; fix: write "
                                 f'the file name, #include "file.cuh"')
@@ -556,16 +554,6 @@ def included_files(submission: Path, roots: list[Path]) -> tuple[list[Path], str
                         queue.append(submission / target.relative_to(base))
                     break
     return found, computed
-
-
-def _unspliced_offset(text: str, spliced_offset: int) -> int:
-    """The offset in ``text`` of ``spliced_offset`` in ``text`` with its backslash-newlines removed."""
-    removed = 0
-    for m in _SPLICE.finditer(text):
-        if m.start() - removed > spliced_offset:
-            break
-        removed += len(m.group(0))
-    return spliced_offset + removed
 
 
 def not_utf8(path: Path) -> str | None:
@@ -583,11 +571,48 @@ def not_utf8(path: Path) -> str | None:
 
 def strip_comments(text: str, name: str) -> str:
     """``text`` (the contents of the file ``name``) with comments blanked out, and docstrings in
-    Python, keeping line numbers, so a forbidden word in prose is not a hit."""
+    Python, keeping line numbers, so a forbidden word in prose is not a hit. CUDA/C++ text is read
+    as the compiler reads it (C++17 [lex.phases] phases 2 and 3): backslash-newlines spliced first
+    (:func:`splice_lines`), then comments found outside string and character literals, so neither a
+    splice inside a token (red-team pass 19: a library copy with a splice in every identifier
+    shared no token run with the library) nor a ``//`` in a string hides code from the checks."""
     if name.endswith(".py"):
         return _strip_python_prose(text)
-    text = re.sub(r"/\*.*?\*/", lambda m: re.sub(r"[^\n]", " ", m.group(0)), text, flags=re.S)
-    return re.sub(r"//[^\n]*", "", text)
+
+    def blank(m: re.Match) -> str:
+        if m.lastgroup == "block":
+            return re.sub(r"[^\n]", " ", m.group(0))
+        return "" if m.lastgroup == "line" else m.group(0)
+    return _C_LEXEME.sub(blank, splice_lines(text))
+
+
+# String, character and raw string literals (kept as they are) and comments (blanked), leftmost
+# first: a comment marker inside a literal is text, and a quote inside a comment is comment.
+_C_LEXEME = re.compile(r'''
+    (?P<raw>(?:u8|u|U|L)?R"(?P<delim>[^ ()\\\t\v\f\n"]{0,16})\(.*?\)(?P=delim)")
+  | (?P<str>"(?:[^"\\\n]|\\.)*"?)
+  | (?P<chr>'(?:[^'\\\n]|\\.)*'?)
+  | (?P<block>/\*.*?(?:\*/|\Z))
+  | (?P<line>//[^\n]*)
+''', re.S | re.X)
+
+
+def splice_lines(text: str) -> str:
+    """``text`` with every backslash-newline removed (C++17 [lex.phases] phase 2), and the newlines
+    removed from a logical line put back at its end, so every later line keeps its number."""
+    if "\\" not in text:
+        return text
+    lines = text.split("\n")
+    out: list[str] = []
+    held: list[str] = []
+    for i, line in enumerate(lines):
+        body = line[:-1] if line.endswith("\r") else line
+        if i < len(lines) - 1 and body.endswith("\\"):
+            held.append(body[:-1])
+            continue
+        out.append("".join(held) + line + "\n" * len(held))
+        held = []
+    return "\n".join(out)
 
 
 def _strip_python_prose(text: str) -> str:
@@ -975,9 +1000,11 @@ def static_report(spec: Spec, submission: Path, arch: str = "sm_90") -> StaticRe
     ptx = ptx_of(submission / "kernel.cu", spec.compile_options, arch) if compiler is not None and not errs else None
     if compiler is not None and not errs:
         from grader.ptx import parse as parse_ptx
-        from grader.sandbox.kernel_trace import library_code, library_text, unreadable_message
+        from grader.sandbox.kernel_trace import indirect_text, library_code, library_text, unreadable_message
         module = parse_ptx(ptx or "")
         problems += [f"kernel.cu: {unreadable_message(module.unreadable)}"] if module.unreadable else []
+        indirect = tuple(sorted(e for e in module.entries if module.calls_indirectly(e)))
+        problems += [f"kernel.cu: {indirect_text(indirect)}"] if indirect else []
         problems += [f"kernel.cu: kernel {library_text(entry, header)}" for entry, header in
                      library_code(module, spec.forbidden_headers, submission, include_folders(spec.compile_options)).items()]
     if spec.required_ptx and not problems and ptx is not None:

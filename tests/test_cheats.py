@@ -289,15 +289,17 @@ def test_cuda_cheat_is_caught(folder, tmp_path):
 
 
 # -- cuda cheats a compile alone refuses: checked in CI too (NVRTC, no GPU) --------------------------
+COMPILE_ALONE = ("forbidden_headers", "function pointer")   # detected_by values the static report finds
 @pytest.mark.skipif(__import__("grader.static", fromlist=["x"]).nvrtc_unavailable() is not None,
                     reason="NVRTC cannot be loaded on this machine")
-@pytest.mark.parametrize("folder", [f for f in by_backend("cuda") if cheat_meta(f)["detected_by"] == "forbidden_headers"],
+@pytest.mark.parametrize("folder", [f for f in by_backend("cuda") if cheat_meta(f)["detected_by"] in COMPILE_ALONE],
                          ids=cheat_id)
-def test_forbidden_header_cheat_is_refused_by_the_compile_alone(folder, tmp_path):
-    """The PTX of the cheat's own compile names the forbidden header (``grade --compile-only`` and,
-    on the GPU, the refusal before solve both read it); the GPU test grades it in full."""
+def test_cheat_is_refused_by_the_compile_alone(folder, tmp_path):
+    """The PTX of the cheat's own compile names the forbidden header, or calls through a function
+    pointer (``grade --compile-only`` and, on the GPU, the refusal before solve both read it); the
+    GPU test grades it in full."""
     from grader.static import static_report
     m = cheat_meta(folder)
     rep = static_report(load_spec(ROOT / "exercises" / m["exercise"] / "spec.toml"), cheat_submission(folder, tmp_path))
     assert rep.compiled, rep.problems
-    assert any("forbidden_headers" in p for p in rep.problems), rep.problems
+    assert any(m["detected_by"] in p for p in rep.problems), rep.problems

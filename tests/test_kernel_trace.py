@@ -920,12 +920,14 @@ def test_a_copy_of_a_forbidden_library_in_the_submission_is_refused(tmp_path):
 
 
 @pytest.mark.parametrize("disguise", ["hidden_folder", "other_suffix", "comment_before_every_line", "small_files",
-                                      "reformatted", "empty_macros_between_tokens"])
+                                      "reformatted", "empty_macros_between_tokens", "splice_after_every_character"])
 def test_a_disguised_copy_of_a_forbidden_library_is_refused(tmp_path, disguise):
     """Red-team pass 8 (2026-12-01): a verbatim CUB/Thrust copy passed the line check in a hidden
     folder (.cccl/), with .inl names, or with /**/ before every line; files under 40 shared lines
     each would have passed too. The check now reads every file of the folder, together, by token
-    sequences of the comment-free text."""
+    sequences of the comment-free text. Red-team pass 19: a backslash-newline inside every token
+    (the compiler splices them before it reads a token) left no token run in common with the
+    library; the text is spliced first."""
     from grader.static import copied_library_code
     spec, sub, text = _copy_case(tmp_path)
     lines = text.splitlines()
@@ -939,6 +941,8 @@ def test_a_disguised_copy_of_a_forbidden_library_is_refused(tmp_path, disguise):
     elif disguise == "small_files":
         for k in range(0, len(lines), 15):
             (sub / f"part{k:04d}.cuh").write_text("\n".join(lines[k:k + 15]))
+    elif disguise == "splice_after_every_character":
+        (sub / "tree.cuh").write_text("".join(ch + "\\\n" for ch in text))
     elif disguise == "reformatted":   # one token per line, no indentation
         import re
         (sub / "tree.cuh").write_text("\n".join(re.findall(r"[A-Za-z_]\w*|\d[\w.]*|\S", text)))
@@ -1191,3 +1195,23 @@ def test_a_kernel_name_defined_in_two_cu_files_is_refused(tmp_path):
                                     "remove the copy")
     distinct = kt.KernelPolicy((plain,), tmp_path).judge({"kernel.cu": texts["kernel.cu"], "other.cu": texts["other.cu"]}, {})
     assert distinct.duplicates == () and distinct.forbidden_code() == ""
+
+
+def test_a_kernel_that_calls_through_a_function_pointer_is_refused(tmp_path):
+    """Red-team pass 19: an own kernel called a device function of a module solution.py compiled
+    itself (its address read with cuModuleGetGlobal, which the tracer does not see): library code
+    ran inside a kernel traced as own. A kernel whose PTX calls through a pointer is refused before
+    anything runs; direct calls of device functions stay fine."""
+    from grader.kernel import compile_source
+    by_pointer = ('typedef float (*Fn)(float);\n'
+                  'extern "C" __global__ void k(const Fn* f, float* y) { y[threadIdx.x] = (*f)(y[threadIdx.x]); }\n')
+    direct = ('__device__ __noinline__ float twice(float x) { return 2.0f * x; }\n'
+              'extern "C" __global__ void k(float* y) { y[threadIdx.x] = twice(y[threadIdx.x]); }\n')
+    judged = {}
+    for name, source in (("pointer", by_pointer), ("direct", direct)):
+        (tmp_path / "kernel.cu").write_text(source)
+        ptx = compile_source(source, tmp_path / "kernel.cu", ("-std=c++17",), "sm_90")[1]
+        judged[name] = kt.KernelPolicy((source,), tmp_path).judge({"kernel.cu": ptx}, {})
+    assert judged["pointer"].indirect == ("k",)
+    assert judged["pointer"].forbidden_code().startswith("kernel k calls through a function pointer")
+    assert judged["direct"].indirect == () and judged["direct"].forbidden_code() == ""

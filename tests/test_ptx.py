@@ -69,6 +69,18 @@ def test_comments_are_removed_but_strings_kept():
     assert ptx.strip_comments(text) == 'a \n.file 1 "/x//y"\nb \n c\n'
 
 
+def test_cuda_comments_are_read_as_the_compiler_reads_them():
+    """Red-team pass 19: backslash-newlines are spliced before comments are found (a splice inside a
+    forbidden word, or a `//` that a splice continues, hides nothing), comment markers inside string
+    and character literals are text, and every line keeps its number."""
+    from grader.static import strip_comments
+    text = 'int a; // note \\\nstill the comment\ncub\\\nlas(); const char* s = "//"; cutlass();\n' \
+           "char c = '\"'; cute(); /* x */ y;\nR\"(//)\" z;\n"
+    out = strip_comments(text, "kernel.cu")
+    assert out.split("\n") == ["int a; ", "", 'cublas(); const char* s = "//"; cutlass();', "",
+                               "char c = '\"'; cute();         y;", 'R"(//)" z;', ""]
+
+
 def test_functions_calls_and_line_information():
     m = ptx.parse(MODULE)
     assert m.entries == {"mine", "decoy", "by_pointer"}          # "fake" was in a comment
@@ -78,6 +90,7 @@ def test_functions_calls_and_line_information():
     assert m.files_of("mine") == {"/sub/kernel.cu", "/cuda/include/cub/agent/agent_scan.cuh"}
     assert m.files_of("decoy") == {"/sub/kernel.cu"}
     assert m.reachable({"by_pointer"}) == set(m.functions)      # a call through a pointer can reach anything
+    assert m.calls_indirectly("by_pointer") and not m.calls_indirectly("mine")
     assert "mma.sync" in m.code_of({"decoy"}) and "mma.sync" not in m.code_of({"mine"})
 
 
@@ -160,6 +173,14 @@ def test_every_file_kernel_cu_includes_is_read_by_the_word_check(tmp_path, direc
                                                     "([features] forbidden)")
     listed = [str(f.relative_to(tmp_path)) for f in source_files(tmp_path)]
     assert listed[:2] == ["kernel.cu", "solution.py"] and len(listed) == 4 and any(f.endswith("more.txt") for f in listed)
+
+
+def test_a_word_split_by_backslash_newlines_is_found_on_its_line(tmp_path):
+    (tmp_path / "kernel.cu").write_text('// one\nextern "C" __global__ void k() {}\nint x = cu\\\ntla\\\nss_v;\nint y;\n')
+    (tmp_path / "solution.py").write_text("def solve(a, b): pass\n")
+    spec = replace(spec_of("ex12_gemm_tensorcore"), forbidden=(r"\bcutlass\w*",), required=())
+    assert static_check(spec, tmp_path) == (
+        "forbidden", "kernel.cu:3: uses 'cutlass_v', which this exercise forbids ([features] forbidden)")
 
 
 def test_a_computed_include_is_refused_and_a_file_outside_the_folder_is_not_followed(tmp_path):

@@ -517,6 +517,15 @@ def outside(path: str, roots: tuple[str, ...]) -> bool:
     return Path(path).is_absolute() and not any(under(path, Path(r)) for r in roots)
 
 
+def indirect_text(entries: tuple[str, ...]) -> str:
+    """Why kernels that call through a pointer are refused (see ``grader.ptx.Module.calls_indirectly``)."""
+    names = ", ".join(base_name(e) for e in entries)
+    return (f"kernel{'s' if len(entries) > 1 else ''} {names} call{'' if len(entries) > 1 else 's'} through a "
+            f"function pointer (an indirect call in the PTX: a function pointer or a virtual function): the pointer "
+            f"can lead into code the submission did not write (a library's, another module's), which the grader "
+            f"cannot check; fix: call your device functions directly")
+
+
 def library_text(entry: str, header: str) -> str:
     """Why ``entry`` is not the submission's own work when it inlines ``header`` (see
     :func:`library_code`); for messages."""
@@ -545,7 +554,10 @@ class OwnKernels:
     refuses the submission; ``duplicates``: (kernel, the files that define it) for each ``.entry``
     name defined by more than one of its ``.cu`` files, which refuses the submission too (a traced
     launch carries a name, not the file: the required-PTX check would read every file's kernel of
-    that name, a decoy's included). Beyond the name, a traced kernel is own only when
+    that name, a decoy's included); ``indirect``: the kernels of its PTX that call through a pointer
+    (red-team pass 19: a pointer to a device function of a module solution.py compiled itself ran
+    library code from an own kernel), which refuses the submission as well. Beyond the name, a
+    traced kernel is own only when
     its function is in one of the modules the worker loaded from the submission's ``.cu`` files
     before any submission code ran (:attr:`Launch.own_module`)."""
     entries: frozenset[str]
@@ -558,6 +570,7 @@ class OwnKernels:
     headers: tuple[tuple[str, str], ...] = ()
     unreadable: str = ""
     duplicates: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    indirect: tuple[str, ...] = ()
 
     @staticmethod
     def of(sources: list[str], ptx: list[str], allowed: tuple[str, ...] = (), *, compiler: bool = True,
@@ -589,17 +602,20 @@ class OwnKernels:
             for n in m.entries:
                 defined_in.setdefault(n, []).append(ptx_files[k] if k < len(ptx_files) else f"module {k + 1}")
         duplicates = tuple(sorted((n, tuple(files)) for n, files in defined_in.items() if len(files) > 1))
+        indirect = tuple(sorted({n for m in modules for n in m.entries if m.calls_indirectly(n)}))
         return OwnKernels(entries, templates, frozenset() if compiler else declared, tuple(allowed), mangled,
                           tuple(uncompiled), frozenset(every - entries), tuple(sorted(headers.items())), unreadable,
-                          duplicates)
+                          duplicates, indirect)
 
     def forbidden_code(self) -> str:
         """One line naming the kernels that inline device code of a ``[features] forbidden_headers``
         entry or of a file outside the submission and the include folders, or a kernel name defined
-        in two ``.cu`` files, or PTX the grader cannot read ("" when none): such a submission is
-        refused before it runs."""
+        in two ``.cu`` files, or kernels that call through a pointer, or PTX the grader cannot read
+        ("" when none): such a submission is refused before it runs."""
         if self.unreadable:
             return unreadable_message(self.unreadable)
+        if self.indirect:
+            return indirect_text(self.indirect)
         if self.duplicates:
             name, files = self.duplicates[0]
             n = len(self.duplicates) - 1
