@@ -209,14 +209,20 @@ def folder_problem(submission: Path) -> str | None:
 _C_TOKEN = re.compile(r"[A-Za-z_]\w*|\d[\w.]*|\S")
 
 
-def defined_macros(text: str) -> dict[str, tuple[bool, tuple[str, ...]]]:
-    """The macros ``#define`` lines of comment-free ``text`` define: name -> (function-like, the
-    body's tokens). One line per definition (a continued line keeps its first line's tokens)."""
-    out: dict[str, tuple[bool, tuple[str, ...]]] = {}
+# A macro a submission file defines: its parameters (None: object-like; "..." for variadic ones)
+# and the tokens of its body.
+Macro = tuple[tuple[str, ...] | None, tuple[str, ...]]
+
+
+def defined_macros(text: str) -> dict[str, Macro]:
+    """The macros ``#define`` lines of :func:`strip_comments`' output (lines spliced) define: name
+    -> (parameters or None, the body's tokens)."""
+    out: dict[str, Macro] = {}
     for line in re.findall(r"^[ \t]*#[ \t]*define[ \t]+[^\n]*$", text, flags=re.M):
-        m = re.match(r"\s*#\s*define\s+([A-Za-z_]\w*)(\([^)]*\))?(.*)$", line)
+        m = re.match(r"\s*#\s*define\s+([A-Za-z_]\w*)(\(([^)]*)\))?(.*)$", line)
         if m:
-            out[m.group(1)] = (m.group(2) is not None, tuple(_C_TOKEN.findall(m.group(3).rstrip("\\"))))
+            params = None if m.group(2) is None else tuple(p.strip() for p in m.group(3).split(",") if p.strip())
+            out[m.group(1)] = (params, tuple(_C_TOKEN.findall(m.group(4))))
     return out
 
 
@@ -231,45 +237,69 @@ class MacroExpansionTooLarge(ValueError):
     """A submission file's own ``#define`` macros expand past EXPAND_EXTRA_TOKENS extra tokens."""
 
 
-def _expand(tokens: list[str], macros: dict[str, tuple[bool, tuple[str, ...]]], rounds: int = 3) -> list[str]:
-    """``tokens`` with object-like ``macros`` replaced by their bodies and calls of function-like
-    macros with an empty body removed (``rounds`` times, for macros of macros): what a copy that
-    hides behind macros of its own (an empty ``#define E`` between every two tokens, say) reads
-    like after the preprocessor. Function-like macros with a body stay as they are. Raises
+def _expand(tokens: list[str], macros: dict[str, Macro], rounds: int = 3) -> list[str]:
+    """``tokens`` with the submission's own ``macros`` replaced as the preprocessor replaces them:
+    an object-like macro by its body, a call of a function-like one by its body with the arguments
+    put in for the parameters (``__VA_ARGS__`` too); ``rounds`` times, for macros of macros. What a
+    copy that hides behind macros of its own reads like after the preprocessor: an empty ``#define
+    E`` between every two tokens, or every token wrapped in ``#define I(x) x``. A body that
+    stringizes or pastes tokens (``#``, ``##``) stays as it is. Raises
     :class:`MacroExpansionTooLarge` once the result would hold more than EXPAND_EXTRA_TOKENS
-    tokens beyond ``tokens``' own (checked as it grows, so memory stays bounded)."""
+    tokens beyond ``tokens``' own (checked before each replacement, so memory stays bounded)."""
     budget = len(tokens) + EXPAND_EXTRA_TOKENS
+
+    def too_large() -> MacroExpansionTooLarge:
+        return MacroExpansionTooLarge(f"its #define macros expand to more than {EXPAND_EXTRA_TOKENS:,} tokens "
+                                      f"beyond its own")
     for _ in range(rounds):
-        out, i, changed = [], 0, False
+        out: list[str] = []
+        i, changed = 0, False
         while i < len(tokens):
             if len(out) > budget:
-                raise MacroExpansionTooLarge(f"its #define macros expand to more than {EXPAND_EXTRA_TOKENS:,} tokens "
-                                             f"beyond its own")
+                raise too_large()
             t = tokens[i]
             macro = macros.get(t)
-            if macro is None or (macro[0] and macro[1]) or (macro[0] and tokens[i + 1:i + 2] != ["("]):
+            if macro is None or (macro[0] is not None and tokens[i + 1:i + 2] != ["("]):
                 out.append(t)
                 i += 1
                 continue
-            changed = True
-            if not macro[0]:
-                out.extend(macro[1])
+            params, body = macro
+            if params is None:
+                if len(out) + len(body) > budget:
+                    raise too_large()
+                out.extend(body)
+                changed, i = True, i + 1
+                continue
+            args: list[list[str]] = [[]]
+            depth, j = 1, i + 2
+            while j < len(tokens) and depth:
+                tok = tokens[j]
+                depth += {"(": 1, ")": -1}.get(tok, 0)
+                if depth == 1 and tok == ",":
+                    args.append([])
+                elif depth:
+                    args[-1].append(tok)
+                j += 1
+            if depth or "#" in body:   # an unclosed call, or a body that stringizes or pastes
+                out.append(t)
                 i += 1
                 continue
-            depth, j = 0, i + 1   # an empty function-like macro: skip NAME( ... )
-            while j < len(tokens):
-                depth += {"(": 1, ")": -1}.get(tokens[j], 0)
-                if depth == 0:
-                    break
-                j += 1
-            i = j + 1
+            named = [p for p in params if p != "..."]
+            values = {p: args[k] if k < len(args) else [] for k, p in enumerate(named)}
+            extra = args[len(named):]
+            values["__VA_ARGS__"] = [tok for k, a in enumerate(extra) for tok in ([","] if k else []) + a]
+            if len(out) + sum(len(values.get(b, ())) or 1 for b in body) > budget:
+                raise too_large()
+            for b in body:
+                out.extend(values.get(b, [b]))
+            changed, i = True, j
         tokens = out
         if not changed:
             break
     return tokens
 
 
-def fingerprints(code: str, macros: dict[str, tuple[bool, tuple[str, ...]]] | None = None) -> dict[int, tuple[str, ...]]:
+def fingerprints(code: str, macros: dict[str, Macro] | None = None) -> dict[int, tuple[str, ...]]:
     """The sampled shingles of comment-free CUDA/C++ ``code`` (:func:`strip_comments`; see
     SHINGLE_TOKENS): hash -> its tokens; with ``macros`` (:func:`defined_macros`), those of the
     code with them expanded as well (:func:`_expand`). The hash is CRC-32 of the tokens, so a
@@ -461,7 +491,7 @@ def copied_library_code(spec: Spec, submission: Path) -> str | None:
     code = [(path, strip_comments(text, "x.cu")) for path, text in files]
     shared: dict[int, tuple[str, ...]] = {}
     per_file: dict[Path, int] = {}
-    macros: dict[str, tuple[bool, tuple[str, ...]]] = {}
+    macros: dict[str, Macro] = {}
     for _, text in code:   # the submission's own macros, from every file (a copy may define them anywhere)
         macros.update(defined_macros(text))
     for path, text in code:

@@ -920,14 +920,16 @@ def test_a_copy_of_a_forbidden_library_in_the_submission_is_refused(tmp_path):
 
 
 @pytest.mark.parametrize("disguise", ["hidden_folder", "other_suffix", "comment_before_every_line", "small_files",
-                                      "reformatted", "empty_macros_between_tokens", "splice_after_every_character"])
+                                      "reformatted", "empty_macros_between_tokens", "splice_after_every_character",
+                                      "identity_macro_around_every_identifier"])
 def test_a_disguised_copy_of_a_forbidden_library_is_refused(tmp_path, disguise):
     """Red-team pass 8 (2026-12-01): a verbatim CUB/Thrust copy passed the line check in a hidden
     folder (.cccl/), with .inl names, or with /**/ before every line; files under 40 shared lines
     each would have passed too. The check now reads every file of the folder, together, by token
     sequences of the comment-free text. Red-team pass 19: a backslash-newline inside every token
     (the compiler splices them before it reads a token) left no token run in common with the
-    library; the text is spliced first."""
+    library; the text is spliced first. So did an identity macro, ``#define I(x) x``, around every
+    identifier: function-like macros of the submission's own are expanded too."""
     from grader.static import copied_library_code
     spec, sub, text = _copy_case(tmp_path)
     lines = text.splitlines()
@@ -941,6 +943,10 @@ def test_a_disguised_copy_of_a_forbidden_library_is_refused(tmp_path, disguise):
     elif disguise == "small_files":
         for k in range(0, len(lines), 15):
             (sub / f"part{k:04d}.cuh").write_text("\n".join(lines[k:k + 15]))
+    elif disguise == "identity_macro_around_every_identifier":
+        import re
+        (sub / "defs.cuh").write_text("#define I(x) x\n")
+        (sub / "tree.cuh").write_text(re.sub(r"\b[A-Za-z_]\w*\b", lambda m: f"I({m.group(0)})", text))
     elif disguise == "splice_after_every_character":
         (sub / "tree.cuh").write_text("".join(ch + "\\\n" for ch in text))
     elif disguise == "reformatted":   # one token per line, no indentation
