@@ -982,18 +982,22 @@ def test_the_copy_check_reads_only_regular_files_and_bounds_what_it_reads(tmp_pa
     assert message() is not None and "holds more than" in message() and "fix:" in message()
 
 
-@pytest.mark.parametrize("where", ["kernel.cu under #if 0", "a hidden notes file"])
+@pytest.mark.parametrize("where", ["kernel.cu under #if 0", "a hidden notes file", "function-like macros"])
 def test_a_macro_bomb_is_refused_without_exhausting_memory(tmp_path, where):
     """Red-team pass 18: three levels of 1000-token macros (20 KB of text, under #if 0 or in a hidden
     file: the copy check reads every file, as the preprocessor would expand it) expanded to 2 x 10^10
     tokens in the grader's own process: a MemoryError reported as a grader error, or memory growing
     at 0.5 GB/s until the time limit. The expansion now stops at EXPAND_EXTRA_TOKENS tokens beyond
-    the file's own and the submission is refused, naming the file."""
+    the file's own and the submission is refused, naming the file. Function-like macros (expanded
+    since pass 19) are bounded the same way, before each replacement."""
     import resource
     from grader import static
     spec, sub, _ = _copy_case(tmp_path)
     bomb = ("#define BOMB_A " + " BOMB_B" * 1000 + "\n#define BOMB_B " + " BOMB_C" * 1000 + "\n#define BOMB_C "
             + " x" * 1000 + "\n" + " BOMB_A" * 20 + "\n")
+    if where == "function-like macros":   # each level calls the next with a 1000-token argument
+        bomb = ("#define BOMB_A(x) " + " BOMB_B(x x x x x x x x x x)" * 100 + "\n#define BOMB_B(x) " + " x" * 1000
+                + "\n" + " BOMB_A(" + " y" * 1000 + ")" + "\n")
     if where.startswith("kernel.cu"):
         target = sub / "kernel.cu"
         target.write_text(target.read_text() + "\n#if 0\n" + bomb + "#endif\n")
