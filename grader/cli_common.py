@@ -24,7 +24,8 @@ Exit codes of `grade EXERCISE` and `grade batch`:
   2  usage error (bad option or argument)
   3  the submission could not be graded (missing file, compile error, malformed solve)
   4  grader or environment error (no GPU, broken spec, time limit, internal error)
-`grade check` and `grade calibrate` exit 0 when everything passed, 1 otherwise."""
+`grade check` and `grade calibrate` exit 0 when everything passed, 1 otherwise (calibrate: 4
+without a GPU)."""
 FORMATS = ("text", "json", "gradescope", "junit", "html")   # = grader.report.formats.FORMATS
 SECRET_ENV = "GRADER_SECRET"
 INSTRUCTOR_COMMANDS = ("check", "calibrate", "publish", "new")   # left out of the help in a student bundle
@@ -35,10 +36,14 @@ LOG_WIDTH = 120   # columns of the tables when stdout is a file or a CI log and 
 
 def stdout_console() -> Console:
     """The console of a command's report: a terminal's own width, else COLUMNS, else LOG_WIDTH
-    (rich's 80 folded every table of a report written to a file)."""
-    if sys.stdout.isatty() or os.environ.get("COLUMNS"):
+    (rich's 80 folded every table of a report written to a file). Written to a file or a pipe (a CI
+    log), a message is never folded (soft wrap): each problem stays one line that grep finds whole;
+    tables still fit the width."""
+    if sys.stdout.isatty():
         return Console()
-    return Console(width=LOG_WIDTH)
+    if os.environ.get("COLUMNS"):
+        return Console(soft_wrap=True)
+    return Console(width=LOG_WIDTH, soft_wrap=True)
 
 
 def in_bundle() -> bool:

@@ -9,8 +9,8 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from grader.cli_common import (EXIT_BELOW, EXIT_OK, course_root, detect_gpu, find_exercises, needs_solutions,
-                               root_option, stdout_console)
+from grader.cli_common import (EXIT_BELOW, EXIT_ERROR, EXIT_OK, course_root, detect_gpu, find_exercises,
+                               needs_solutions, root_option, stdout_console)
 
 
 def gpu_grader(root: Path, info):  # type: ignore[no-untyped-def]
@@ -79,7 +79,7 @@ def check_cmd(exercises: tuple[str, ...], no_controls: bool, root: str | None) -
 @root_option
 def calibrate_cmd(exercises: tuple[str, ...], dry_run: bool, root: str | None) -> None:
     """Time the reference solutions on this GPU and write calibration/<arch>.toml. Refuses (and
-    says why) when a measurement is too noisy or the clock throttled; exits 1 then."""
+    says why) when a measurement is too noisy or the clock throttled; exits 1 then (4: no GPU)."""
     from rich.table import Table
     from grader import calibrate as cal
     from grader.calibration import calibration_path, write_calibration
@@ -89,9 +89,11 @@ def calibrate_cmd(exercises: tuple[str, ...], dry_run: bool, root: str | None) -
     needs_solutions(r, "calibrate")
     chosen = find_exercises(r, exercises)   # a misspelt name is a usage error, GPU or not
     info = detect_gpu()
-    if info is None:
+    if info is None:   # the environment's problem: exit 4, as every command without its GPU
         from grader.device import unavailable_reason
-        raise click.ClickException(f"{unavailable_reason()}: calibration times kernels on a GPU")
+        no_gpu = click.ClickException(f"{unavailable_reason()}: calibration times kernels on a GPU")
+        no_gpu.exit_code = EXIT_ERROR
+        raise no_gpu
     from grader.device import foreign_gpu_processes
     grade_fn = gpu_grader(r, info)
     console = stdout_console()

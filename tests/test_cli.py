@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
@@ -38,6 +39,24 @@ def test_tables_written_to_a_file_are_not_folded_at_80_columns(monkeypatch):
     monkeypatch.setenv("COLUMNS", "60")   # a width the user asked for still holds
     out = CliRunner().invoke(cli.main, ["list", "--root", str(ROOT)])
     assert max(map(len, out.output.splitlines())) <= 60
+
+
+@pytest.mark.parametrize("columns", [None, "60"])
+def test_a_message_off_a_terminal_stays_one_line(monkeypatch, tmp_path, columns):
+    """New-user trial (twenty-seventh session): piped, or at COLUMNS=80, rich folded the one-line
+    messages (--compile-only's problem lines, "... need a" / "GPU"); a CI log's grep found half."""
+    from click.testing import CliRunner
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    sub = tmp_path / "sub"
+    shutil.copytree(ROOT / "student_template" / "ex01_vector_add", sub)
+    (sub / "kernel.cu").write_text("#include <vector>\n" + (sub / "kernel.cu").read_text())
+    out = CliRunner().invoke(cli.main, ["ex01", "--root", str(ROOT), "--compile-only", "--submission", str(sub)])
+    problem = [ln for ln in out.output.splitlines() if ln.startswith("problem:")]
+    assert len(problem) == 1 and "vector" in problem[0] and "NVRTC" in problem[0], out.output
+    assert len(problem[0]) > 120
 
 
 @pytest.mark.parametrize("query", ["7", "ex07", "ex07_softmax", "softmax"])

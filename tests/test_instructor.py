@@ -346,7 +346,7 @@ def test_calibrate_without_a_gpu_says_so(runner, monkeypatch):
     from grader import device
     monkeypatch.setattr(device, "unavailable_reason", lambda: "no CUDA GPU found")
     out = runner.invoke(cli.main, ["calibrate", "--root", str(ROOT)])
-    assert out.exit_code == 1 and "no CUDA GPU found: calibration times kernels on a GPU" in out.output
+    assert out.exit_code == 4 and "no CUDA GPU found: calibration times kernels on a GPU" in out.output   # as grade
     out = runner.invoke(cli.main, ["calibrate", "ex99", "--root", str(ROOT)])   # a typo is named first
     assert out.exit_code == 2 and "ex99" in out.output and "no CUDA GPU" not in out.output, out.output
 
