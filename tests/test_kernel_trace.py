@@ -802,6 +802,9 @@ def test_the_judged_ptx_and_the_loaded_cubin_come_from_one_compile(tmp_path):
     ("DRIVER", "cuMemHostGetFlags", None),
     ("DRIVER", "cuMemAlloc_v2", None),
     ("DRIVER", "cuLaunchHostFunc", None),
+    ("DRIVER", "cuDevicePrimaryCtxReset_v2", ("TRACE_CONTEXT_END", 0)),
+    ("DRIVER", "cuDevicePrimaryCtxRelease_v2", ("TRACE_CONTEXT_RELEASE", 0)),   # red-team pass 20
+    ("DRIVER", "cuDevicePrimaryCtxRetain", None),
 ])
 def test_what_the_tracer_follows(domain, function, kind):
     assert kt.traced_kind(domain, function) == kind

@@ -86,8 +86,12 @@ enum {
     TRACE_HOST_MEMORY,  /* host memory made reachable from the GPU (page-locked, mapped, managed) */
     TRACE_MODULE_LOAD,  /* cuModuleLoad*: the first parameter is the CUmodule* it fills */
     TRACE_MODULE_UNLOAD, /* cuModuleUnload: the first parameter is the CUmodule */
-    TRACE_CONTEXT_END    /* a device reset or context destroy: it frees the modules without a
+    TRACE_CONTEXT_END,   /* a device reset or context destroy: it frees the modules without a
                             cuModuleUnload callback, so every own module is forgotten */
+    TRACE_CONTEXT_RELEASE /* cuDevicePrimaryCtxRelease: dropping the last reference destroys the
+                            primary context and its modules without a callback (red-team pass 20:
+                            a later load could get a dead own module's handle); every own module is
+                            forgotten when, after the call, the context is no longer active */
 };
 
 #include "traced_cbids.h"   /* TRACED_CBIDS[]: {domain, cbid, kind, arg}, one of the kinds above */
@@ -116,6 +120,7 @@ static CUresult (*ctx_get_current)(CUcontext *) = NULL;
 static CUresult (*ctx_push)(CUcontext) = NULL;
 static CUresult (*ctx_pop)(CUcontext *) = NULL;
 static CUresult (*ctx_sync)(void) = NULL;
+static CUresult (*primary_state)(CUdevice, unsigned int *, int *) = NULL;
 static CUcontext own_ctx = NULL;    /* current when the own window opened */
 static uint64_t key[2];         /* the MAC key (read from the grader's pipe) */
 static uint64_t mac = 0;        /* the chained MAC of the lines written so far */
@@ -340,6 +345,18 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain, CU
                 pthread_mutex_unlock(&lock);
             }
             return;
+        case TRACE_CONTEXT_RELEASE:
+            if (cb->callbackSite == CUPTI_API_EXIT) {
+                unsigned int flags = 0;
+                int active = 0;
+                const CUdevice dev = cb->functionParams ? *(const CUdevice *)cb->functionParams : 0;
+                if (!primary_state || primary_state(dev, &flags, &active) != CUDA_SUCCESS || !active) {
+                    pthread_mutex_lock(&lock);
+                    n_own = 0;
+                    pthread_mutex_unlock(&lock);
+                }
+            }
+            return;
         }
         if (cb->callbackSite != CUPTI_API_ENTER) return;
         switch (TRACED_CBIDS[i].kind) {
@@ -495,6 +512,9 @@ int InitializeInjection(void) {
     ctx_push = (CUresult(*)(CUcontext))dlsym(cuda ? cuda : RTLD_DEFAULT, "cuCtxPushCurrent_v2");
     ctx_pop = (CUresult(*)(CUcontext *))dlsym(cuda ? cuda : RTLD_DEFAULT, "cuCtxPopCurrent_v2");
     ctx_sync = (CUresult(*)(void))dlsym(cuda ? cuda : RTLD_DEFAULT, "cuCtxSynchronize");
+    /* may be missing: then every primary-context release forgets the own modules */
+    primary_state = (CUresult(*)(CUdevice, unsigned int *, int *))dlsym(cuda ? cuda : RTLD_DEFAULT,
+                                                                       "cuDevicePrimaryCtxGetState");
     if (!func_get_module || !pointer_attribute || !ctx_get_current || !ctx_push || !ctx_pop || !ctx_sync) {
         say('E', "the CUDA driver lacks cuFuncGetModule, cuPointerGetAttribute or the context calls (a driver for CUDA 12 or later is needed)");
         return 1;

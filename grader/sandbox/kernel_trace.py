@@ -121,8 +121,10 @@ _CBID = re.compile(r"\bCUPTI_(DRIVER|RUNTIME)_TRACE_CBID_(\w+)\s*=")
 _MODULE_LOADS = {"cuModuleLoad", "cuModuleLoadData", "cuModuleLoadDataEx", "cuModuleLoadFatBinary"}
 _STREAM_OPS = ("cuStreamWaitValue", "cuStreamWriteValue", "cuStreamBatchMemOp")
 # calls that free a context's modules without a cuModuleUnload callback (device reset, context
-# destroy); cuDevicePrimaryCtxRelease is left out: it only drops a reference, and a runtime may call
-# it in normal operation (a release to zero by the submission breaks CuPy's own context anyway)
+# destroy); cuDevicePrimaryCtxRelease only drops a reference (a runtime may call it in normal
+# operation), so it is TRACE_CONTEXT_RELEASE: the own modules are forgotten only when, after it, the
+# primary context is no longer active (red-team pass 20: released to zero and retained again, a
+# later load could get a dead own module's handle and pass for own)
 _CONTEXT_ENDS = ("cuCtxDestroy", "cuCtxDetach", "cuDevicePrimaryCtxReset", "cuGreenCtxDestroy", "cudaDeviceReset",
                  "cudaThreadExit")
 # host memory the GPU can reach (page-locked, mapped, registered or managed): kernels could move a
@@ -143,7 +145,8 @@ def traced_kind(domain: str, function: str) -> tuple[str, int] | None:
     host-to-array copies (source the 2nd or 3rd parameter): copies labelled host-to-device are
     not written when their source is host memory; TRACE_STREAM_OP; TRACE_HOST_MEMORY, an
     allocation or mapping of host memory the GPU can reach; TRACE_MODULE_LOAD;
-    TRACE_MODULE_UNLOAD; TRACE_CONTEXT_END, a device reset or context destroy), or None when it
+    TRACE_MODULE_UNLOAD; TRACE_CONTEXT_END, a device reset or context destroy;
+    TRACE_CONTEXT_RELEASE, a primary-context release), or None when it
     is not traced (host-function launches, graph construction, everything else)."""
     if "Graph" in function:
         return ("TRACE_GRAPH", 0) if "Launch" in function else None
@@ -161,6 +164,8 @@ def traced_kind(domain: str, function: str) -> tuple[str, int] | None:
         return "TRACE_COPY", int(domain == "RUNTIME" and bool(_RUNTIME_COPY_WITH_KIND.fullmatch(function)))
     if function.startswith(_CONTEXT_ENDS):
         return "TRACE_CONTEXT_END", 0
+    if domain == "DRIVER" and function.startswith("cuDevicePrimaryCtxRelease"):
+        return "TRACE_CONTEXT_RELEASE", 0
     if domain == "DRIVER" and function.startswith(_STREAM_OPS):
         return "TRACE_STREAM_OP", 0
     if function.startswith(_HOST_MEMORY):

@@ -86,7 +86,7 @@ class Server:
         self.mapper = Mapper(backend)
         self.solve: Callable[..., Any] | None = None
         self.submission: Path | None = None
-        self._flush: Any = None
+        self._flush: tuple[int, int] | None = None   # (device pointer, bytes) of the L2 flush buffer
         self._bound: list[list[Any]] = []    # solve's arguments per input set, built by the last map
         self._events: list[Any] = []         # CUDA events reused by timed rounds
         self._trace_flush: Callable[[], int] | None = None
@@ -98,8 +98,11 @@ class Server:
             import cupy
             self.cupy = cupy
             # bound before any submission code runs: replacing the module attribute later does not
-            # skip the L2 flush of timed rounds
+            # skip the L2 flush of timed rounds, and the flush buffer is a plain cudaMalloc, never
+            # CuPy's allocator, which a submission can replace (red-team pass 20: an allocator that
+            # maps one physical chunk over the whole buffer made the flush touch 2 MiB)
             self._memset_async = cupy.cuda.runtime.memsetAsync
+            self._malloc, self._free = cupy.cuda.runtime.malloc, cupy.cuda.runtime.free
             tracer = os.environ.get("CUDA_INJECTION64_PATH")   # grader.sandbox.kernel_trace
             if tracer:
                 import ctypes
@@ -265,14 +268,17 @@ class Server:
             return {"times_ms": [(b - a) * 1e3 for a, b in zip(marks, marks[1:])]}
         cupy = self.cupy
         flush_bytes = int(req.get("flush_bytes", 0))
-        if flush_bytes and (self._flush is None or self._flush.nbytes != flush_bytes):
-            self._flush = cupy.empty(flush_bytes, cupy.uint8)
+        if flush_bytes and (self._flush is None or self._flush[1] != flush_bytes):
+            if self._flush is not None:
+                self._free(self._flush[0])
+                self._flush = None
+            self._flush = (self._malloc(flush_bytes), flush_bytes)
         stream = cupy.cuda.get_current_stream()
         while len(self._events) < len(order) + 1:
             self._events.append(cupy.cuda.Event())
         events = self._events[:len(order) + 1]
         if flush_bytes:
-            self._memset_async(self._flush.data.ptr, len(order) & 0xFF, flush_bytes, stream.ptr)
+            self._memset_async(self._flush[0], len(order) & 0xFF, flush_bytes, stream.ptr)
         try:
             events[0].record(stream)
             for i, k in enumerate(order):
