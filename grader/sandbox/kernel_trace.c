@@ -320,6 +320,13 @@ static void module_unloaded(CUmodule m) {
     pthread_mutex_unlock(&lock);
 }
 
+/* The context that held the own modules is gone (reset, destroyed, released to zero): so are they. */
+static void own_modules_forgotten(void) {
+    pthread_mutex_lock(&lock);
+    n_own = 0;
+    pthread_mutex_unlock(&lock);
+}
+
 static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                                  const void *data) {
     (void)userdata;
@@ -339,22 +346,15 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain, CU
             if (cb->callbackSite == CUPTI_API_ENTER && params) module_unloaded((CUmodule)params[0]);
             return;
         case TRACE_CONTEXT_END:
-            if (cb->callbackSite == CUPTI_API_ENTER) {
-                pthread_mutex_lock(&lock);
-                n_own = 0;
-                pthread_mutex_unlock(&lock);
-            }
+            if (cb->callbackSite == CUPTI_API_ENTER) own_modules_forgotten();
             return;
         case TRACE_CONTEXT_RELEASE:
             if (cb->callbackSite == CUPTI_API_EXIT) {
                 unsigned int flags = 0;
                 int active = 0;
                 const CUdevice dev = cb->functionParams ? *(const CUdevice *)cb->functionParams : 0;
-                if (!primary_state || primary_state(dev, &flags, &active) != CUDA_SUCCESS || !active) {
-                    pthread_mutex_lock(&lock);
-                    n_own = 0;
-                    pthread_mutex_unlock(&lock);
-                }
+                if (!primary_state || primary_state(dev, &flags, &active) != CUDA_SUCCESS || !active)
+                    own_modules_forgotten();
             }
             return;
         }
