@@ -66,3 +66,18 @@ def test_a_test_cut_off_by_the_limit_is_named(suite, tmp_path) -> None:
     log.write_text("".join(f"{n} {o}  [ 50%]\n" for n, o in zip(group, ("PASSED", "FAILED", "SKIPPED"))))
     assert suite.unfinished(group, log) == []
     assert suite.unfinished(group, tmp_path / "missing.txt")[0].startswith("not finished: tests/a.py::test_one")
+
+
+def test_a_failure_the_limit_caused_is_named_as_cut(suite, tmp_path) -> None:
+    """The twenty-eighth session: the limit's SIGINT reached a CliRunner test, which click turned
+    into "Aborted!" and a FAILED line; the table called it a failure of the profiler."""
+    log = tmp_path / "ladder.txt"
+    log.write_text("tests/a.py::test_one FAILED  [ 33%]\ntests/a.py::test_two PASSED  [ 66%]\n"
+                   "tests/b.py::test_three FAILED  [100%]\n")
+    failed = ["FAILED tests/a.py::test_one - assert 1 == 2", "FAILED tests/b.py::test_three - AssertionError: "]
+    assert suite.cut_by_limit(failed, log, 1) == failed          # pytest ended on its own: both are failures
+    cut = suite.cut_by_limit(failed, log, 124)                   # timeout(1) stopped it: the last one was cut
+    assert cut[0] == failed[0]
+    assert cut[1].startswith("not finished: tests/b.py::test_three (the limit's SIGINT stopped it")
+    log.write_text("tests/a.py::test_one FAILED  [ 50%]\ntests/b.py::test_three PASSED  [100%]\n")
+    assert suite.cut_by_limit(failed[:1], log, 124) == failed[:1]   # the last test passed: nothing to relabel
