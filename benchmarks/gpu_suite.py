@@ -165,27 +165,40 @@ def outcome(log: Path) -> tuple[list[str], list[str], str]:
     return passed, failed, last.strip("= ")
 
 
+def judged(log: Path) -> list[str]:
+    """The node ids that have an outcome in ``log`` (pytest -v's progress lines), in the order they
+    ended; [] when there is no log."""
+    text = log.read_text(errors="replace") if log.is_file() else ""
+    return re.findall(r"^(tests/\S+) (?:PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)", text, flags=re.M)
+
+
 def unfinished(group: list[str], log: Path) -> list[str]:
     """One line naming the first test of ``group`` with no outcome in ``log`` (pytest -v: the one
     running when the limit stopped pytest, so a hang shows here) and how many more had none; []
     when every test has an outcome."""
-    done = set(re.findall(r"^(tests/\S+) (?:PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)", log.read_text(errors="replace"),
-                          flags=re.M)) if log.is_file() else set()
+    done = set(judged(log))
     rest = [n for n in group if n not in done]
     return [f"not finished: {rest[0]} (running when the limit stopped it; {len(rest) - 1} more not started)"] \
         if rest else []
 
 
+def failure_text(log: Path, node: str) -> str:
+    """The body of ``node``'s section in the FAILURES part of ``log`` (pytest -rA --tb=short: a
+    "____ name ____" header, up to the next header or "====" line); "" when it has none."""
+    text = log.read_text(errors="replace") if log.is_file() else ""
+    name = re.escape(node.split("::")[-1])
+    m = re.search(rf"^_+ {name} _+$\n(.*?)(?=^_{{3,}} |^={{3,}})", text, flags=re.M | re.S)
+    return m.group(1) if m else ""
+
+
 def cut_by_limit(failed: list[str], log: Path, returncode: int) -> list[str]:
-    """``failed`` with the last test that has an outcome in ``log`` relabelled when the limit stopped
-    pytest (``timeout`` exits 124) and that test is among the failures: the limit's SIGINT landed
-    in it, and a test that calls the CLI through click's CliRunner reports the interrupt as a failed
-    assertion ("Aborted!"), not as an interruption. Such a test did not finish; it did not fail."""
-    if returncode != 124 or not log.is_file():
-        return failed
-    order = re.findall(r"^(tests/\S+) (?:PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)", log.read_text(errors="replace"),
-                       flags=re.M)
-    if not order:
+    """``failed`` with the failures the limit caused relabelled "not finished": when the limit
+    stopped pytest (``timeout`` exits 124), a test that calls the CLI through click's CliRunner
+    takes the SIGINT as its own KeyboardInterrupt, prints click's "Aborted!" and fails an assertion
+    (pytest then goes on until the KILL). Such a failure is the last test with an outcome whose
+    failure text holds "Aborted!"; it did not finish, it did not fail. Any other failure stays."""
+    order = judged(log)
+    if returncode != 124 or not order or "Aborted!" not in failure_text(log, order[-1]):
         return failed
     last = order[-1]
     return [f"not finished: {last} (the limit's SIGINT stopped it; its FAILED line is the interrupt, "

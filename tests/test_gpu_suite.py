@@ -71,13 +71,18 @@ def test_a_test_cut_off_by_the_limit_is_named(suite, tmp_path) -> None:
 def test_a_failure_the_limit_caused_is_named_as_cut(suite, tmp_path) -> None:
     """The twenty-eighth session: the limit's SIGINT reached a CliRunner test, which click turned
     into "Aborted!" and a FAILED line; the table called it a failure of the profiler."""
+    progress = ("tests/a.py::test_one FAILED  [ 33%]\ntests/a.py::test_two[x] PASSED  [ 66%]\n"
+                "tests/b.py::test_three[p] FAILED  [100%]\n\n===== FAILURES =====\n")
+    sections = ("____ test_one ____\nE   assert 1 == 2\n____ test_three[p] ____\n{}\n"
+                "===== PASSES =====\n")
+    failed = ["FAILED tests/a.py::test_one - assert 1 == 2", "FAILED tests/b.py::test_three[p] - AssertionError: "]
     log = tmp_path / "ladder.txt"
-    log.write_text("tests/a.py::test_one FAILED  [ 33%]\ntests/a.py::test_two PASSED  [ 66%]\n"
-                   "tests/b.py::test_three FAILED  [100%]\n")
-    failed = ["FAILED tests/a.py::test_one - assert 1 == 2", "FAILED tests/b.py::test_three - AssertionError: "]
+    log.write_text(progress + sections.format("E   AssertionError: \nE     Aborted!"))
     assert suite.cut_by_limit(failed, log, 1) == failed          # pytest ended on its own: both are failures
-    cut = suite.cut_by_limit(failed, log, 124)                   # timeout(1) stopped it: the last one was cut
+    cut = suite.cut_by_limit(failed, log, 124)                   # timeout(1) stopped it in test_three
     assert cut[0] == failed[0]
-    assert cut[1].startswith("not finished: tests/b.py::test_three (the limit's SIGINT stopped it")
-    log.write_text("tests/a.py::test_one FAILED  [ 50%]\ntests/b.py::test_three PASSED  [100%]\n")
-    assert suite.cut_by_limit(failed[:1], log, 124) == failed[:1]   # the last test passed: nothing to relabel
+    assert cut[1].startswith("not finished: tests/b.py::test_three[p] (the limit's SIGINT stopped it")
+    log.write_text(progress + sections.format("E   assert 0.5 < 0.3"))   # a failure of its own, then the limit
+    assert suite.cut_by_limit(failed, log, 124) == failed
+    log.write_text("tests/a.py::test_one FAILED  [ 50%]\ntests/b.py::test_three[p] PASSED  [100%]\n")
+    assert suite.cut_by_limit(failed[:1], log, 124) == failed[:1]   # the last one passed: nothing to relabel
