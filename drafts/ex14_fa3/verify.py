@@ -4,7 +4,8 @@ side with the FA2 reference (solutions/ex14_flash_attention) and torch SDPA at e
 
     python3 drafts/ex14_fa3/verify.py                 # every check; exit 1 on any failure
     python3 drafts/ex14_fa3/verify.py --bench         # and the timing table (needs torch)
-    python3 drafts/ex14_fa3/verify.py --quick         # the first six checks only (a first smoke test)
+    python3 drafts/ex14_fa3/verify.py --quick         # the first six checks (one key tile, D 64) and the
+                                                      # QUICK_MORE ones (several key tiles, D 128, ring wrap)
     python3 drafts/ex14_fa3/verify.py --variant p     # one kernel of kernel.cu: "plain", "p" or "pp"
                                                       # (default: each of them in turn)
 
@@ -26,6 +27,11 @@ SHAPES = [(1, 1, 1, 1, 64), (1, 2, 17, 33, 128), (2, 3, 128, 128, 64), (1, 2, 12
           (1, 1, 300, 1000, 128), (1, 1, 1000, 300, 64), (2, 2, 256, 256, 128), (1, 1, 4097, 129, 64),
           (1, 2, 513, 2049, 128), (4, 16, 1024, 1024, 128)]
 KINDS = ("normal", "large")       # large: q scaled so that scores reach +-80 (overflow without the max)
+# --quick: the first six checks are all 1x1x1x1x64 (n_tiles 1: the pipelined loop of fa3p/fa3pp never
+# runs, nor D 128); these add several key tiles (8 at Sk 1000: the 2- and 3-stage rings wrap), D 128, causal
+QUICK_MORE = [((1, 2, 17, 33, 128), "float16", 1, "normal"), ((1, 1, 300, 1000, 128), "float16", 0, "normal"),
+              ((1, 1, 300, 1000, 128), "bfloat16", 1, "large"), ((1, 1, 1000, 300, 64), "float16", 1, "normal"),
+              ((2, 2, 256, 256, 128), "bfloat16", 1, "normal")]
 VARIANTS = {"plain": "", "p": "p", "pp": "pp"}   # --variant -> solution._VARIANT (kernel.cu's fa3, fa3p, fa3pp)
 
 
@@ -111,7 +117,7 @@ def main() -> int:
     ref = load_solution_module(EXERCISE / "reference.py", "ex14_reference")
     checks = [(s, dt, c, kind) for s in SHAPES for dt in ("float16", "bfloat16") for c in (0, 1) for kind in KINDS]
     if args.quick:
-        checks = checks[:6]
+        checks = checks[:6] + QUICK_MORE
     failed = 0
     for variant in variants:
         sol._VARIANT = VARIANTS[variant]
