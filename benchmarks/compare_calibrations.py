@@ -3,8 +3,10 @@
 
     python3 benchmarks/compare_calibrations.py A.toml B.toml [--within 0.02]
 
-Prints one row per shape present in both (median ms of each, relative difference) and how many
-agree within ``--within``; exit status 1 when any shape differs by more.
+Prints one row per shape present in both (median ms of each, relative difference), how many
+agree within ``--within``, and the shapes only one file holds (a shape the other run refused or
+never reached); exit status 1 when any shape differs by more or is in one file only, 2 when a file
+is missing or is not TOML.
 """
 from __future__ import annotations
 
@@ -14,7 +16,9 @@ import tomllib
 
 
 def medians(path: str) -> dict[tuple[str, str], float]:
-    data = tomllib.loads(open(path, encoding="utf-8").read())
+    """{(exercise, shape): median ms} of a calibration file. Raises OSError, tomllib.TOMLDecodeError."""
+    with open(path, encoding="utf-8") as f:
+        data = tomllib.loads(f.read())
     return {(ex, shape): float(v["median_ms"]) for ex, shapes in data.items() if ex != "meta" and isinstance(shapes, dict)
             for shape, v in shapes.items() if isinstance(v, dict) and "median_ms" in v}
 
@@ -25,14 +29,23 @@ def main() -> int:
     ap.add_argument("b")
     ap.add_argument("--within", type=float, default=0.02, help="relative difference allowed (default 0.02)")
     args = ap.parse_args()
-    a, b = medians(args.a), medians(args.b)
+    try:
+        a, b = medians(args.a), medians(args.b)
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        print(f"compare_calibrations: cannot read {getattr(exc, 'filename', None) or 'a calibration file'}: {exc} "
+              "(did that `grade calibrate` run write a file? its log says)", file=sys.stderr)
+        return 2
     rows = sorted(((abs(b[k] / a[k] - 1), k) for k in a.keys() & b.keys()), key=lambda r: r[0])
     for d, (ex, shape) in rows:
         print(f"{ex:24s} {shape:28s} {a[(ex, shape)]:10.4f} {b[(ex, shape)]:10.4f} ms  {d:6.2%}")
     ok = sum(d <= args.within for d, _ in rows)
     print(f"{ok} of {len(rows)} shapes within {args.within:.0%}; largest difference "
           f"{max((d for d, _ in rows), default=0.0):.2%}")
-    return 0 if ok == len(rows) else 1
+    only = [(path, sorted(x.keys() - y.keys())) for path, x, y in ((args.a, a, b), (args.b, b, a))]
+    for path, keys in only:
+        if keys:
+            print(f"only in {path}: " + ", ".join(f"{ex} {shape}" for ex, shape in keys))
+    return 0 if ok == len(rows) and not any(keys for _, keys in only) else 1
 
 
 if __name__ == "__main__":

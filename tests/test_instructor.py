@@ -351,6 +351,28 @@ def test_calibrate_without_a_gpu_says_so(runner, monkeypatch):
     assert out.exit_code == 2 and "ex99" in out.output and "no CUDA GPU" not in out.output, out.output
 
 
+def test_compare_calibrations_names_a_shape_one_run_lacks_and_a_missing_file(tmp_path):
+    """benchmarks/compare_calibrations.py, issue 10's check that two `grade calibrate` runs agree:
+    an exercise the second run refused (calibrate then writes none of its shapes) must fail the
+    comparison, not vanish from it; a run that wrote no file is one line, not a traceback."""
+    import subprocess
+    import sys
+    script = ROOT / "benchmarks" / "compare_calibrations.py"
+    a, b = tmp_path / "a.toml", tmp_path / "b.toml"
+    a.write_text('[ex01]\n"n=2^28" = { median_ms = 1.00 }\n[ex04]\n"n=2^24" = { median_ms = 0.022 }\n')
+    b.write_text('[ex01]\n"n=2^28" = { median_ms = 1.01 }\n')
+
+    def run(*args):
+        return subprocess.run([sys.executable, str(script), *map(str, args)], capture_output=True, text=True)
+
+    out = run(a, b)
+    assert out.returncode == 1 and "1 of 1 shapes within 2%" in out.stdout
+    assert f"only in {a}: ex04 n=2^24" in out.stdout
+    assert run(b, b).returncode == 0
+    out = run(tmp_path / "missing.toml", b)
+    assert out.returncode == 2 and "Traceback" not in out.stderr and "missing.toml" in out.stderr
+
+
 # -- formats ---------------------------------------------------------------------------------------
 GRADESCOPE_SCHEMA = {
     "type": "object", "required": ["score", "execution_time", "output", "tests", "leaderboard"],
