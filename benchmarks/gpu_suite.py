@@ -155,9 +155,14 @@ def pytest(nodes: list[str], log: Path, limit_s: float) -> subprocess.Popen:
                             env={**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "160"})
 
 
+def log_text(log: Path) -> str:
+    """A phase's pytest log ("" before pytest wrote one)."""
+    return log.read_text(errors="replace") if log.is_file() else ""
+
+
 def outcome(log: Path) -> tuple[list[str], list[str], str]:
     """(passed node ids, failed or errored node ids with their reason, pytest's last line)."""
-    text = log.read_text(errors="replace") if log.is_file() else ""
+    text = log_text(log)
     passed = re.findall(r"^PASSED (\S+)", text, flags=re.M)
     failed = [m.group(0)[:300] for m in re.finditer(r"^(FAILED|ERROR) .*$", text, flags=re.M)]
     last = next((ln for ln in reversed(text.splitlines())
@@ -168,7 +173,7 @@ def outcome(log: Path) -> tuple[list[str], list[str], str]:
 def judged(log: Path) -> list[str]:
     """The node ids that have an outcome in ``log`` (pytest -v's progress lines), in the order they
     ended; [] when there is no log."""
-    text = log.read_text(errors="replace") if log.is_file() else ""
+    text = log_text(log)
     return re.findall(r"^(tests/\S+) (?:PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)", text, flags=re.M)
 
 
@@ -185,7 +190,7 @@ def unfinished(group: list[str], log: Path) -> list[str]:
 def failure_text(log: Path, node: str) -> str:
     """The body of ``node``'s section in the FAILURES part of ``log`` (pytest -rA --tb=short: a
     "____ name ____" header, up to the next header or "====" line); "" when it has none."""
-    text = log.read_text(errors="replace") if log.is_file() else ""
+    text = log_text(log)
     name = re.escape(node.split("::")[-1])
     m = re.search(rf"^_+ {name} _+$\n(.*?)(?=^_{{3,}} |^={{3,}})", text, flags=re.M | re.S)
     return m.group(1) if m else ""
@@ -273,7 +278,7 @@ def main() -> int:
             alone("gate", selected)
             if rows[-1][3] or rows[-1][2] < len(selected):
                 print(f"== gate FAILED: nothing else was run ({rows[-1][5]})")
-                print((logs / "gate.txt").read_text(errors="replace")[-3000:])
+                print(log_text(logs / "gate.txt")[-3000:])
                 return 2
             continue
         if not ceilings_done:
@@ -306,7 +311,7 @@ def main() -> int:
         else:
             alone(phase, selected)
             if phase == "full_marks":
-                print("\n".join((logs / "full_marks.txt").read_text(errors="replace").splitlines()[-25:]))
+                print("\n".join(log_text(logs / "full_marks.txt").splitlines()[-25:]))
     print(f"\n{'phase':<12} {'selected':>8} {'passed':>6} {'problems':>8} {'wall s':>7}  pytest")
     for name, count, npass, failed, wall, last in rows:
         print(f"{name:<12} {count:>8} {npass:>6} {len(failed):>8} {wall:>7.0f}  {last[:110]}")
