@@ -5,7 +5,7 @@
     PYTHONPATH=. python3 benchmarks/bench_gemm.py --quick         # no 8192^3
     PYTHONPATH=. python3 benchmarks/bench_gemm.py --only ex11,ex12
     PYTHONPATH=. python3 benchmarks/bench_gemm.py --tune          # also time the knob variants
-    PYTHONPATH=. python3 benchmarks/bench_gemm.py --only ex11 --tune --quick   # with drafts/ex11_prefetch
+    PYTHONPATH=. python3 benchmarks/bench_gemm.py --only ex11 --tune --quick   # ex11's knob variants, no 8192^3
 
 Every solution and fixture is loaded from its file (solutions/exNN_*/solution.py,
 tests/fixtures/gpu/exNN_*/solution.py), so `grader.kernel.load("kernel.cu")` compiles the
@@ -28,8 +28,6 @@ The naive kernels (ex09 reference, its uncoalesced fixture, the ex10 fixture) ar
 4096^3 and 8192x8192x256 (the uncoalesced kernel takes ~2 s at 8192^3); a naive kernel slower
 than 0.5 s per call would be timed by hand with 3 calls. --quick also skips 8192^3 for
 everything. A whole run takes well under a minute on an H200 (--tune: about 40 s more).
---tune also checks and times the candidates kept in drafts/ (DRAFTS: drafts/ex11_prefetch), each
-against its exercise's cuBLAS row.
 
 The table: shape, variant, median ms, TFLOP/s (2MNK / t), the baseline it is compared with,
 speed-up = t_baseline / t_variant, and for the references the bar:
@@ -83,9 +81,7 @@ VARIANTS = {
     "ex12_nomma_bf16": ("ex12", "tests/fixtures/gpu/ex12_gemm_tensorcore_nomma", "bf16", False, True),
     "ex12_fp16acc_f16": ("ex12", "tests/fixtures/gpu/ex12_gemm_tensorcore_fp16acc", "f16", False, False),
     "ex12_fp16acc_bf16": ("ex12", "tests/fixtures/gpu/ex12_gemm_tensorcore_fp16acc", "bf16", False, True),
-    "ex11_draft": ("ex11", "drafts/ex11_prefetch", "f32", False, True),
 }
-DRAFTS = {"ex11_draft"}    # candidates in drafts/: checked and timed only with --tune
 # Timed rows, in table order: (row name, variant or library call, baseline row, bar or None, bar shapes)
 ROWS = [
     ("cublas_f32", "cublas_f32", None, None, ()),
@@ -105,14 +101,11 @@ EXERCISE_OF_ROW = {"cublas_f32": ("ex09", "ex10", "ex11"), "cublas_f16": ("ex12"
 LIBRARY_OF = {ex: lib for lib, exs in EXERCISE_OF_ROW.items() for ex in exs}   # a --tune row's baseline
 # --tune: (row name, variant, {module constant: value}) timed at 4096^3 and 8192^3 (not --quick)
 TUNE = [
-    ("ex11_ref[256 thr,BK=8]", "ex11_ref", {"_VARIANT": "", "_BK": 8}),
-    ("ex11_ref[BK=8]", "ex11_ref", {"_BK": 8}),
+    ("ex11_ref[128 thr,BK=16]", "ex11_ref", {"_VEC_KERNEL": "w_k16_async"}),
+    ("ex11_ref[128 thr,BK=8]", "ex11_ref", {"_VEC_KERNEL": "w_k8_async"}),
     ("ex11_ref[GROUP_M=16]", "ex11_ref", {"_GROUP_M": 16}),
     ("ex12_ref_f16[k64,s3,no pipe]", "ex12_ref_f16", {"_CONFIG": (64, 3, False)}),
     ("ex12_ref_f16[GROUP_M=8]", "ex12_ref_f16", {"_GROUP_M": 8}),
-    ("ex11_draft[w_k16_async]", "ex11_draft", {"_VEC_KERNEL": "w_k16_async"}),
-    ("ex11_draft[w_k8_async]", "ex11_draft", {"_VEC_KERNEL": "w_k8_async"}),
-    ("ex11_draft[k8_async]", "ex11_draft", {"_VEC_KERNEL": "k8_async"}),
 ]
 
 _modules: dict[str, object] = {}
@@ -302,7 +295,7 @@ def main():
     if not args.no_check:
         t0 = time.perf_counter()
         for v, (ex, *_rest) in VARIANTS.items():
-            if ex in only and v not in DRAFTS:
+            if ex in only:
                 ok &= check(v, only)
         if args.tune:
             for label, v, knobs in TUNE:

@@ -1,10 +1,12 @@
 """ex11_gemm_regtile -- reference solution: c = a @ b (float32), register-tiled SGEMM.
 
-128 x 128 tiles, double-buffered shared memory; by default 128 threads with 8 x 16 outputs each
-and a K step of 16 (see kernel.cu). The float4 variant runs when every row of a, b and c starts
+a: float32 M x K, b: float32 K x N, c: float32 M x N (written whole); any M, N, K >= 1.
+128 x 128 tiles, double-buffered shared memory, register double buffering of the fragments and
+cp.async for B (see kernel.cu). The 16-byte variant runs when every row of a, b and c starts
 16-byte aligned (K % 4 == 0 and N % 4 == 0, base pointers 16-byte aligned); otherwise the scalar
-variant (256 threads, 8 x 8 outputs each, K step 8). Knobs (module constants, for
-benchmarks/bench_gemm.py --tune): _VARIANT, _BK, _GROUP_M.
+kernel (256 threads, 8 x 8 outputs each, K step 8, guarded loads). Knobs (module constants, for
+benchmarks/bench_gemm.py --tune): _VEC_KERNEL ("k8_async": 256 threads, 8 x 8 outputs each, K step
+8; "w_k16_async" / "w_k8_async": 128 threads, 8 x 16 each, K step 16 / 8), _GROUP_M.
 """
 import numpy as np
 
@@ -12,32 +14,23 @@ from grader.kernel import load
 
 _module = load("kernel.cu")
 _kernels = {}
-
-_BM, _BN = 128, 128                 # = R_BM, R_BN in kernel.cu
-_BK = 16                             # K step of the float4 variant: 8 or 16 (16: "w_" only)
-_VARIANT = "w_"                      # "" (256 threads, 8 x 8 per thread) or "w_" (128 threads, 8 x 16)
-_GROUP_M = 8                         # tile rows per group of the tile order
 _plans = {}
+
+_BM, _BN = 128, 128                  # = R_BM, R_BN in kernel.cu
+_VEC_KERNEL = "k8_async"
+_THREADS = {"w_k16_async": 128, "w_k8_async": 128, "k8_async": 256, "k8_v1": 256}
+_GROUP_M = 8                         # tile rows per group of the tile order
 
 
 def _fn(name):
     f = _kernels.get(name)
     if f is None:
-        f = _kernels[name] = _module.get_function(name)
+        f = _kernels[name] = _module.get_function("gemm_regtile_" + name)
     return f
 
 
 def _cdiv(a, b):
     return -(-a // b)
-
-
-def _plan(M, N, K, vec):
-    name = f"gemm_regtile_{_VARIANT}k{_BK}_v4" if vec else "gemm_regtile_k8_v1"
-    threads = 128 if (vec and _VARIANT == "w_") else 256
-    tiles_m, tiles_n = _cdiv(M, _BM), _cdiv(N, _BN)
-    group = min(_GROUP_M, tiles_m)
-    args = (np.int32(M), np.int32(N), np.int64(K), np.int32(tiles_m), np.int32(tiles_n), np.int32(group))
-    return _fn(name), (tiles_m * tiles_n,), threads, args
 
 
 def solve(a, b, c):
@@ -50,9 +43,13 @@ def solve(a, b, c):
         return
     vec = (K % 4 == 0 and N % 4 == 0 and a.data.ptr % 16 == 0 and b.data.ptr % 16 == 0
            and c.data.ptr % 16 == 0)
-    key = (M, N, K, vec, _BK, _VARIANT, _GROUP_M)
+    name = _VEC_KERNEL if vec else "k8_v1"
+    key = (M, N, K, name, _GROUP_M)
     plan = _plans.get(key)
     if plan is None:
-        plan = _plans[key] = _plan(M, N, K, vec)
+        tiles_m, tiles_n = _cdiv(M, _BM), _cdiv(N, _BN)
+        args = (np.int32(M), np.int32(N), np.int64(K), np.int32(tiles_m), np.int32(tiles_n),
+                np.int32(min(_GROUP_M, tiles_m)))
+        plan = _plans[key] = (_fn(name), (tiles_m * tiles_n,), _THREADS[name], args)
     kernel, grid, threads, tail = plan
     kernel(grid, (threads,), (a, b, c) + tail)
