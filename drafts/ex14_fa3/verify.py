@@ -66,7 +66,26 @@ def check(cp, sol, ref, shape, dtype, causal, kind, seed):
     nans = int(cp.isnan(o).sum()) + int(cp.isnan(lse).sum())
     print(f"{'x'.join(map(str, shape)):<22} {dtype:<8} causal {causal} {kind:<6}: {'OK' if ok else 'FAIL'} "
           f"(worst err/bound o {worst_o:.3f}, lse {worst_l:.3f}{f', {nans} NaN' if nans else ''})", flush=True)
+    if not ok:
+        where(cp, ~(err_o <= mag_o), Sq)
     return ok
+
+
+def where(cp, bad, Sq):
+    """On a failure, where the failing elements of o lie (b, h, row; row's query tile of 128 and its
+    consumer warpgroup of 64), to tell a fragment-layout error (every row) from a data-dependent one
+    (a few rows: the softmax's max/rescale path)."""
+    rows = cp.argwhere(bad.any(axis=-1))                 # (b, h, row) of each failing row
+    rows = rows.get() if hasattr(rows, "get") else rows
+    print(f"    {int(bad.sum())} elements in {len(rows)} rows fail; first (b, h, row): "
+          f"{[tuple(int(x) for x in r) for r in rows[:6]]}", flush=True)
+    if len(rows):
+        import numpy as np
+        tiles = np.bincount(rows[:, 2] // 128, minlength=-(-Sq // 128))
+        halves = np.bincount(rows[:, 2] % 128 // 64, minlength=2)
+        print(f"    failing rows per query tile of 128: {tiles.tolist()}; per warpgroup half: "
+              f"{halves.tolist()}; per row % 64 (first 8 distinct): {sorted(set((rows[:, 2] % 64).tolist()))[:8]}",
+              flush=True)
 
 
 def bench(cp, sol, fa2, variants):
