@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Per-shape spread between two calibration files (``grade calibrate`` output), largest last.
 
-    python3 benchmarks/compare_calibrations.py A.toml B.toml [--within 0.02]
+    python3 benchmarks/compare_calibrations.py A.toml B.toml [--within 0.02] [--partial]
 
 Prints one row per shape present in both (median ms of each, relative difference), how many
 agree within ``--within``, and the shapes only one file holds (a shape the other run refused or
 never reached); exit status 1 when any shape differs by more or is in one file only, 2 when a file
-is missing or is not TOML.
+is missing or is not TOML. ``--partial``: B is a run of some exercises only (``grade calibrate
+ex13_gemm_hopper ...``) and A a whole file (the committed calibration/sm_90.toml): only the
+exercises B holds are compared; a shape of one of them that either file lacks still fails.
 """
 from __future__ import annotations
 
@@ -28,6 +30,8 @@ def main() -> int:
     ap.add_argument("a")
     ap.add_argument("b")
     ap.add_argument("--within", type=float, default=0.02, help="relative difference allowed (default 0.02)")
+    ap.add_argument("--partial", action="store_true",
+                    help="compare only the exercises B holds (B: a calibrate run of some exercises)")
     args = ap.parse_args()
     try:
         a, b = medians(args.a), medians(args.b)
@@ -35,6 +39,9 @@ def main() -> int:
         print(f"compare_calibrations: cannot read {getattr(exc, 'filename', None) or 'a calibration file'}: {exc} "
               "(did that `grade calibrate` run write a file? its log says)", file=sys.stderr)
         return 2
+    if args.partial:
+        kept = {ex for ex, _ in b}
+        a = {k: v for k, v in a.items() if k[0] in kept}
     rows = sorted(((abs(b[k] / a[k] - 1), k) for k in a.keys() & b.keys()), key=lambda r: r[0])
     for d, (ex, shape) in rows:
         print(f"{ex:24s} {shape:28s} {a[(ex, shape)]:10.4f} {b[(ex, shape)]:10.4f} ms  {d:6.2%}")

@@ -371,6 +371,12 @@ def test_compare_calibrations_names_a_shape_one_run_lacks_and_a_missing_file(tmp
     assert run(b, b).returncode == 0
     out = run(tmp_path / "missing.toml", b)
     assert out.returncode == 2 and "Traceback" not in out.stderr and "missing.toml" in out.stderr
+    # --partial: b is a run of ex01 only; a's ex04 is not compared, a shape of ex01 b lacks still fails
+    out = run(a, b, "--partial")
+    assert out.returncode == 0 and "only in" not in out.stdout and "1 of 1 shapes within 2%" in out.stdout
+    a.write_text(a.read_text() + '[ex01."n=2^24"]\nmedian_ms = 0.05\n')
+    out = run(a, b, "--partial")
+    assert out.returncode == 1 and f"only in {a}: ex01 n=2^24" in out.stdout
 
 
 # -- formats ---------------------------------------------------------------------------------------
