@@ -35,7 +35,7 @@ against its exercise's library row.
 The table: shape, variant, median ms, TFLOP/s (2MNK / t), the baseline it is compared with,
 speed-up = t_baseline / t_variant, and for the references the bar:
   ex09 >= 10x its uncoalesced fixture (8192x8192x256, where the lesson shows; ~6x at 4096^3);  ex10 >= 1.5x ex09 (4096^3);
-  ex11 >= 0.85x cuBLAS fp32 (4096^3, 8192^3);    ex12 >= 0.60x cuBLAS fp16 (8192^3, fp16).
+  ex11 >= 0.85x cuBLAS fp32 (4096^3, 8192^3);    ex12 >= 0.65x cuBLAS fp16 (8192^3, fp16; issue 17).
 Fixture rows show their speed relative to their exercise's reference. Exit status 1 when a
 correctness check (other than the expected failure) or a bar fails. With $OUT set, the rows are
 also written to $OUT/bench_gemm.json.
@@ -98,7 +98,7 @@ ROWS = [
     ("ex11_ref", "ex11_ref", "cublas_f32", 0.85, ((4096, 4096, 4096), (8192, 8192, 8192))),
     ("ex11_prev", "ex11_prev", "ex11_ref", None, ()),
     ("cublas_f16", "cublas_f16", None, None, ()),
-    ("ex12_ref_f16", "ex12_ref_f16", "cublas_f16", 0.60, ((8192, 8192, 8192),)),
+    ("ex12_ref_f16", "ex12_ref_f16", "cublas_f16", 0.65, ((8192, 8192, 8192),)),
     ("ex12_ref_bf16", "ex12_ref_bf16", "cublas_f16", None, ()),
     ("ex12_prev_f16", "ex12_prev_f16", "ex12_ref_f16", None, ()),
     ("ex12_fp16acc_f16", "ex12_fp16acc_f16", "ex12_ref_f16", None, ()),
