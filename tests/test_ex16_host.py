@@ -3,8 +3,9 @@ grading compiles (no spills, registers for two CTAs per SM, shared memory within
 ldmatrix / cp.async in the PTX), its spec loads with its [prepare] hook and the grader draws valid
 poisoned inputs through it, the float64 oracle agrees with a token-by-token computation (GQA,
 uneven lengths, out-of-order tables), prepare() builds valid poisoned inputs, a numpy model of the
-kernel's float32 / split-K arithmetic passes the spec's tolerance (and a wrong model fails), solve's
-shape-only split plan covers every block of every context exactly once, and the fixtures
+kernel's float32 / split-K arithmetic passes the spec's tolerance (and a wrong model fails; a
+constructed sequence with weights below float16's normal range needs the bound's subnormal term),
+solve's shape-only split plan covers every block of every context exactly once, and the fixtures
 (tests/variants.py) change the reference where they say. The GPU runs are in tests/test_gpu.py and
 benchmarks/verify_ex16.py."""
 from __future__ import annotations
@@ -275,9 +276,10 @@ def test_prepare_bfloat16_nan_bits(ref):
 
 
 # -- the tolerance: a model of the kernel's arithmetic passes, wrong ones fail --------------------
-def _model(q, k, v, table, lens, P=2, rescale=True, pv_dtype=np.float16):
+def _model(q, k, v, table, lens, P=2, rescale=True, pv_dtype=np.float16, round_p=None):
     """The reference's arithmetic in numpy float32: splits of P blocks, per block S = Q K^T in fp32,
-    online softmax in base 2, P rounded to pv_dtype for P V, the splits merged by their LSE."""
+    online softmax in base 2, P rounded to pv_dtype (or by round_p) for P V, the splits merged by
+    their LSE."""
     f32 = np.float32
     B, HQ, D = q.shape
     G = HQ // k.shape[2]
@@ -299,7 +301,8 @@ def _model(q, k, v, table, lens, P=2, rescale=True, pv_dtype=np.float16):
                     a = np.exp2(m - mn) if rescale else f32(1)
                     p = np.exp2(s - mn).astype(f32)
                     l = l * a + p.sum()
-                    acc = acc * a + p.astype(pv_dtype).astype(f32) @ V
+                    pr = round_p(p) if round_p else p.astype(pv_dtype).astype(f32)
+                    acc = acc * a + pr @ V
                     m = mn
                 parts.append((m + np.log2(l), acc / l))
             M = max(x for x, _ in parts)
@@ -343,6 +346,104 @@ def test_tolerance_fails_fp16_score_accumulation(ref):
         w = np.exp(s - s.max())
         o[0, hq] = (w / w.sum()) @ np.array([v[table[0, i // 16], i % 16, hq // G] for i in range(20)], np.float64)
     assert (np.abs(o - want) > mag).any()
+
+
+def _to_bf16(x):
+    """float32 rounded to the nearest bfloat16 (ties to even), as float32."""
+    bits = np.ascontiguousarray(x, np.float32).view(np.uint32)
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000).view(np.float32)
+
+
+# Weights p_j = exp(s_j - max s) in units of 2^-24, float16's subnormal spacing: 2^-26 .. 2^-20, each
+# 0.25 .. 0.45 units above a float16, so rounding P to float16 lowers each by 2^-26 .. 2^-25.2.
+TINY = [0.25, 0.45, 0.45, 0.45, 1.45, 3.45, 15.45]
+TINY_AT = [1, 2, 5, 17, 20, 30, 31]                 # tokens of split 0 (blocks 0 and 1 at P = 2), with token 0
+
+
+def _subnormal_sequence(kind="float16"):
+    """One sequence of 40 tokens (3 blocks, in order), one head: token 0 scores 0 with v = 0
+    exactly, tokens TINY_AT weights TINY 2^-24 with |v| = 1 (the sign alternating along d), the
+    rest scores of about -40 with v = 0. q = 8 e_0, so s_j = 8 k[j, 0] / sqrt(128). float16: as
+    float16 arrays; bfloat16: the values rounded to bfloat16, as float32 (decoded, as the grader
+    hands them to reference.py)."""
+    L = 40
+    q = np.zeros((1, 1, 128), np.float32)
+    q[..., 0] = 8.0
+    k = np.zeros((4, 16, 1, 128), np.float32)
+    v = np.zeros((4, 16, 1, 128), np.float32)
+    tok_k = np.full(L, -40.0 * math.sqrt(128) / 8)
+    tok_k[0] = 0.0
+    sign = np.where(np.arange(128) % 2 == 0, 1.0, -1.0)
+    for j, t in zip(TINY_AT, TINY):
+        tok_k[j] = (math.log(t) - 24 * math.log(2.0)) * math.sqrt(128) / 8
+        v[j // 16, j % 16, 0] = sign
+    for j in range(L):
+        k[j // 16, j % 16, 0, 0] = tok_k[j]
+    table = np.array([[0, 1, 2, 3]], np.int32)
+    cast = (lambda x: x.astype(np.float16)) if kind == "float16" else _to_bf16
+    return cast(q), cast(k), cast(v), table, np.array([L], np.int32)
+
+
+def test_the_subnormal_sequence_has_subnormal_weights():
+    q, k, v, table, cl = _subnormal_sequence()
+    keys = k[:, :, 0].reshape(-1, 128)[:40].astype(np.float64)
+    s = keys @ q[0, 0].astype(np.float64) / math.sqrt(128)
+    p = np.exp(s - s.max())
+    assert s.argmax() == 0 and p[0] == 1 and not v[0, 0, 0].any()
+    assert np.allclose(p[TINY_AT] / 2.0 ** -24, TINY, rtol=0.02), p[TINY_AT] / 2.0 ** -24
+    lost = (p[TINY_AT] - p[TINY_AT].astype(np.float16).astype(np.float64)) / 2.0 ** -24   # IEEE binary16 subnormals
+    assert ((0.2 < lost) & (lost < 0.5)).all(), lost
+
+
+def _f16_ftz(p):
+    """P rounded to float16 with the subnormal results flushed to zero (not what cvt.rn.f16x2.f32
+    does; a kernel that did so, or skipped the keys it deemed negligible, loses up to 2^-14 a key)."""
+    h = p.astype(np.float16).astype(np.float32)
+    return np.where(h < np.float32(2.0 ** -14), np.float32(0), h)
+
+
+def test_tolerance_needs_the_subnormal_term_for_float16(ref):
+    """The kernel's arithmetic (P rounded to float16 in P V, split-K merged by LSE) on the constructed
+    sequence: beyond the float16 bound without the subnormal term (err / bound ~ 77 here: a weight
+    rounded to 0 errs by 100 %, 2^11 u_T), within it with the term (at most 1/2: 2^-25 a weight
+    against 2^-24)."""
+    q, k, v, table, cl = _subnormal_sequence()
+    want, mag = ref.reference(np, q, k, v, table, cl), ref.magnitude(np, q, k, v, table, cl)
+    # the float16 bound without the term: the bfloat16 path's (float32 arrays) with u_T 2^-11, not 2^-8
+    keys, vals = (x[:, :, 0].reshape(-1, 128)[:40].astype(np.float64) for x in (k, v))
+    s = keys @ q[0, 0].astype(np.float64) / math.sqrt(128)
+    w = np.exp(s - s.max())
+    pv = (w / w.sum()) @ np.abs(vals)
+    mag_bf16_path = ref.magnitude(np, *(x.astype(np.float32) for x in (q, k, v)), table, cl)
+    mag_no_term = mag_bf16_path - (2.0 ** -8 - 2.0 ** -11) * pv
+    assert np.allclose(mag - mag_no_term, 2.0 ** -24 * len(TINY_AT), rtol=1e-9, atol=0)    # 2^-24 sum |v_j|
+    err = np.abs(_model(q, k, v, table, cl) - want)
+    assert (err / mag_no_term).max() > 16, float((err / mag_no_term).max())
+    assert (err / mag).max() <= 0.5, float((err / mag).max())
+
+
+def test_the_subnormal_term_still_fails_wrong_kernels(ref):
+    """With the term, P below 2^-14 flushed to zero still fails on the constructed sequence, and so
+    does a missing rescale when its maximum moves to the second block."""
+    q, k, v, table, cl = _subnormal_sequence()
+    want, mag = ref.reference(np, q, k, v, table, cl), ref.magnitude(np, q, k, v, table, cl)
+    ftz = np.abs(_model(q, k, v, table, cl, round_p=_f16_ftz) - want)
+    assert (ftz > 2 * mag).any(), float((ftz / mag).max())
+    k2, v2 = k.copy(), v.copy()
+    k2[1, 3, 0, 0], k2[0, 0, 0, 0] = k[0, 0, 0, 0], k[1, 3, 0, 0]   # token 19 (block 1) dominates, v = 1
+    v2[1, 3, 0] = 1
+    want2, mag2 = ref.reference(np, q, k2, v2, table, cl), ref.magnitude(np, q, k2, v2, table, cl)
+    assert (np.abs(_model(q, k2, v2, table, cl) - want2) <= mag2).all()
+    assert (np.abs(_model(q, k2, v2, table, cl, rescale=False) - want2) > mag2).any()
+
+
+def test_bfloat16_needs_no_subnormal_term(ref):
+    """The same sequence in bfloat16 (float32's exponent range: every weight stays normal, off by at
+    most 2^-8 relatively) passes the bound, which has no absolute term for bfloat16."""
+    q, k, v, table, cl = _subnormal_sequence("bfloat16")
+    want, mag = ref.reference(np, q, k, v, table, cl), ref.magnitude(np, q, k, v, table, cl)
+    err = np.abs(_model(q, k, v, table, cl, round_p=_to_bf16) - want)
+    assert (err <= mag).all(), float((err / mag).max())
 
 
 # -- the split plan -------------------------------------------------------------------------------

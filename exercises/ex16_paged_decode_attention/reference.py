@@ -43,9 +43,12 @@ def magnitude(xp, q, k_cache, v_cache, block_tables, context_lens):
     (u_T + 2 (L + 8) u32 + 2 ds) (P |V|), with u_T the unit roundoff of the inputs' type (P is
     rounded to it before P V), u32 = 2^-24, L the sequence's context length, P the softmax weights,
     and ds = D 2 u32 max_j (|q| . |k_j|) / sqrt(D) + 4 u32 max_j |s_j| a bound on a float32 score's
-    error (dot product, scaling, subtracting the max)."""
+    error (dot product, scaling, subtracting the max); plus, for float16 inputs only,
+    2^-24 sum_{j: 0 < p_j < 2^-14} |v_j| with p_j = exp(s_j - max s) <= 1: a weight rounded to
+    float16 below its normal range (2^-14) errs by up to 2^-25 absolutely, not by u_T relatively."""
     import numpy as np
-    u_t = 2.0 ** -11 if q.dtype == np.float16 else 2.0 ** -8    # bfloat16 arrives decoded to float32
+    fp16 = q.dtype == np.float16
+    u_t = 2.0 ** -11 if fp16 else 2.0 ** -8    # bfloat16 arrives decoded to float32
     u32 = 2.0 ** -24
     D = q.shape[-1]
     lens = [int(x) for x in (context_lens.get() if hasattr(context_lens, "get") else context_lens)]
@@ -53,7 +56,11 @@ def magnitude(xp, q, k_cache, v_cache, block_tables, context_lens):
     for b, hs, w, Q, K, V, s in _groups(xp, q, k_cache, v_cache, block_tables, context_lens):
         sens = (xp.abs(Q) @ xp.abs(K).T).max(axis=1) / float(D) ** 0.5
         ds = D * 2 * u32 * sens + 4 * u32 * xp.abs(s).max(axis=1)
-        out[b, hs] = (u_t + 2 * (lens[b] + 8) * u32 + 2 * ds[:, None]) * (w @ xp.abs(V))
+        av = xp.abs(V)
+        out[b, hs] = (u_t + 2 * (lens[b] + 8) * u32 + 2 * ds[:, None]) * (w @ av)
+        if fp16:
+            p = w / w.max(axis=1, keepdims=True)                  # exp(s_j - max s), the largest 1
+            out[b, hs] += 2.0 ** -24 * (((p > 0) & (p < 2.0 ** -14)).astype(xp.float64) @ av)
     return out
 
 
