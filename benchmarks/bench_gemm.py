@@ -110,7 +110,10 @@ TUNE = [
     ("ex11_ref[128 thr,BK=16]", "ex11_ref", {"_VEC_KERNEL": "w_k16_async"}),
     ("ex11_ref[128 thr,BK=8]", "ex11_ref", {"_VEC_KERNEL": "w_k8_async"}),
     ("ex11_ref[GROUP_M=16]", "ex11_ref", {"_GROUP_M": 16}),
-    ("ex12_ref_f16[k64,s3,no pipe]", "ex12_ref_f16", {"_CONFIG": (64, 3, False)}),
+    # solutions/ex12 (promoted from drafts/ex12_faster on 2026-12-04): _CONFIG = (WM, WN, BK, STAGES, SWZ, SCHED)
+    ("ex12_ref_f16[k32 s4]", "ex12_ref_f16", {"_CONFIG": (2, 4, 32, 4, True, 1)}),
+    ("ex12_ref_f16[k64 s4]", "ex12_ref_f16", {"_CONFIG": (2, 4, 64, 4, True, 1)}),
+    ("ex12_ref_f16[no persist]", "ex12_ref_f16", {"_PERSIST": False}),
     ("ex12_ref_f16[GROUP_M=8]", "ex12_ref_f16", {"_GROUP_M": 8}),
     # drafts/ex12_faster (README there): _CONFIG = (WM, WN, BK, STAGES, SWZ, SCHED), _PERSIST, _EPI16
     ("ex12_fast_f16[default]", "ex12_fast_f16", {}),
