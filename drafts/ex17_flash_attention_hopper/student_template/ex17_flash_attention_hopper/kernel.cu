@@ -46,10 +46,11 @@
 #define F3_STAGES 2
 #define F3_NEG_INF __int_as_float(0xff800000)
 // bytes of one Q, K or V^T tile (128 x D halves = 256 D bytes) and the dynamic shared memory:
-// 1024 of slack to align the base to 1024 (swizzle atoms), Q, STAGES x (K, V^T), the barriers
-// (room for 8; = _smem in solution.py)
+// 1024 of slack to align the base to 1024 (swizzle atoms), Q, STAGES x (K, V^T), then 128 bytes
+// for up to 16 mbarriers (= _smem in solution.py; change F3_STAGES and _STAGES together: 3 stages
+// at D = 128 take 230,528 bytes of the 232,448 a block may have)
 #define F3_TILE(D) (256 * (D))
-#define F3_SMEM(D) (1024 + F3_TILE(D) * (1 + 2 * F3_STAGES) + 64)
+#define F3_SMEM(D) (1024 + F3_TILE(D) * (1 + 2 * F3_STAGES) + 128)
 
 // a CUtensorMap (cuda.h) is 128 opaque bytes, 64-byte aligned (NVRTC has no cuda.h)
 struct __align__(64) TmaDesc {
@@ -128,6 +129,7 @@ __device__ __forceinline__ unsigned long long f3_desc(unsigned addr)
 __device__ __forceinline__ void f3_wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void f3_wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void f3_wg_wait0() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
+__device__ __forceinline__ void f3_wg_wait1() { asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory"); }
 // pins registers to this point of the asm order (the wgmma asm says nothing about its asynchrony)
 template <int N> __device__ __forceinline__ void f3_pin(float (&d)[N])
 {
@@ -228,7 +230,7 @@ __device__ __forceinline__ void fa3_body(const TmaDesc* tq, const TmaDesc* tk, c
     extern __shared__ unsigned char f3_raw[];
     const unsigned base = (f3_smem(f3_raw) + 1023u) & ~1023u;     // 1024-aligned: swizzle atoms
     const unsigned sQ = base, sK = sQ + F3_TILE(D), sV = sK + F3_STAGES * F3_TILE(D);
-    const unsigned bars = sV + F3_STAGES * F3_TILE(D);              // room for 8 mbarriers
+    const unsigned bars = sV + F3_STAGES * F3_TILE(D);              // room for 16 mbarriers
     (void)tq; (void)tk; (void)tv; (void)o; (void)lse; (void)Sq; (void)Sk; (void)causal; (void)scale_log2;
     (void)sQ; (void)sK; (void)sV; (void)bars;
 
@@ -239,16 +241,20 @@ __device__ __forceinline__ void fa3_body(const TmaDesc* tq, const TmaDesc* tk, c
     //      at (64 h, m0, bh)), then for each key tile j (causal: only up to the diagonal): wait the
     //      stage's empty barrier (parity phase ^ 1), expect_tx + the K boxes at (64 h, 128 j, bh),
     //      expect_tx + the two V^T boxes at (128 j + 64 h, 0, bh). Then it returns.
-    //   3. Consumers: setmaxnreg.inc 232; per key tile: wait K full, f3_pin + f3_wg_fence, issue
-    //      S = Q K^T (f3_issue_qk), commit, wait; mask (keys >= Sk; causal: key > row), online softmax
-    //      in the log2 domain (scores times scale_log2 go straight into f3_exp2; running max and sum
-    //      per row, shared by the 4 lanes of a quad: __shfl_xor_sync 1 and 2); rescale O by
-    //      exp2(m_old - m_new); pack P to T in the A-register layout; wait V full; issue O += P V
-    //      (f3_issue_pv), commit, wait; lane 0 of each warp arrives on the stage's empty barrier.
+    //   3. Consumers: setmaxnreg.inc 232; per key tile j (stage j % F3_STAGES, parity
+    //      (j / F3_STAGES) & 1): wait K full, f3_pin(sc) + f3_wg_fence, issue S = Q K^T
+    //      (f3_issue_qk), commit, wait, f3_pin(sc); mask (keys >= Sk; causal: key > row); online
+    //      softmax in the log2 domain, keeping the running max m of the raw scores: P = f3_exp2(s
+    //      scale_log2 - m scale_log2), running max and sum per row shared by the 4 lanes of a quad
+    //      (__shfl_xor_sync 1 and 2); rescale O and l by f3_exp2((m_old - m_new) scale_log2); pack P to
+    //      T in the A-register layout (F3Type<T>::pack per pair, the header's mapping); wait V full;
+    //      f3_pin(acc), f3_pin(pa), f3_wg_fence, issue O += P V (f3_issue_pv), commit, wait, pin both
+    //      again; lane 0 of each warp arrives on the stage's empty barrier.
     //   4. Epilogue: O / l (the quad's sum) to o as float2 pairs, lse = (m scale_log2 + log2 l) ln 2,
     //      rows >= Sq skipped.
-    //   5. Then, for speed (README.md): overlap the softmax of tile j with the P V of tile j - 1
-    //      (wgmma.wait_group 1), 3 stages; and float16's subnormal weights (README.md, hint 7).
+    //   5. Then, for speed (README.md, hint 6): overlap the softmax of tile j with the P V of tile
+    //      j - 1 (f3_wg_wait1), with 3 stages (F3_STAGES here and _STAGES in solution.py); and
+    //      float16's subnormal weights (README.md, hint 7).
 }
 
 #define F3_BODY(T, D) fa3_body<T, D>(&tq, &tk, &tv, o, lse, Sq, Sk, causal, scale_log2)
