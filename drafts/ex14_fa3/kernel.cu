@@ -331,9 +331,11 @@ __device__ __forceinline__ void fa3_body(const TmaDesc* tq, const TmaDesc* tk, c
     auto v_full = [&](int st) { return bars + 8 * (1 + STAGES + st); };
     auto empty = [&](int st) { return bars + 8 * (1 + 2 * STAGES + st); };
     const int wg = threadIdx.x / 128;
-    // grid (m tiles, B * H); causal CTAs run longest rows first
-    const int mtile = causal ? (int)gridDim.x - 1 - (int)blockIdx.x : (int)blockIdx.x;
-    const int bh = blockIdx.y, m0 = mtile * F3_BM;
+    // grid (B * H, m tiles), as solutions/ex14's: blockIdx.x (the head) varies fastest in the order
+    // CTAs start, so causal runs the longest query tiles of every head first (longest processing
+    // time first) instead of every tile of the first heads (thirtieth session; was (m tiles, B * H))
+    const int mtile = causal ? (int)gridDim.y - 1 - (int)blockIdx.y : (int)blockIdx.y;
+    const int bh = blockIdx.x, m0 = mtile * F3_BM;
     const int kv_end = causal ? min(Sk, m0 + F3_BM) : Sk;
     const int n_tiles = (kv_end + F3_BN - 1) / F3_BN;   // >= 1
 
@@ -492,7 +494,7 @@ __device__ __forceinline__ void fa3_body(const TmaDesc* tq, const TmaDesc* tk, c
 
 // fa3{,p,pp}_{f16,bf16}_d{64,128}: tq the map of q as (B*H, Sq, D), box (1, 128, 64); tk of k as
 // (B*H, Sk, D), box (1, 128, 64); tv of V^T as (B*H, D, Skp), box (1, D, 64), all 128-byte swizzle.
-// Launch: grid (ceil(Sq / 128), B * H), 384 threads, F3_SMEM(D) (fa3_*) or F3P_SMEM(D) (fa3p_*,
+// Launch: grid (B * H, ceil(Sq / 128)), 384 threads, F3_SMEM(D) (fa3_*) or F3P_SMEM(D) (fa3p_*,
 // fa3pp_*) bytes of dynamic shared memory. fa3: S, softmax, P V in turn; fa3p: the pipelined loop;
 // fa3pp: pipelined, the two consumers taking turns (ping-pong).
 #define F3_KERNEL(NAME, T, D, S, P, PP)                                                                   \

@@ -10,7 +10,7 @@ until the course decides how ex14 gets sm_90a (README.md).
 What solve does per call: V transposed into a cached scratch (B*H, D, Sk rounded up to 8), zeros
 past Sk (fa3_transpose_v, timed: it is this solution's cost); three tensor maps (q and k as
 (B*H, S, D), box (1, 128, 64); V^T as (B*H, D, Skp), box (1, D, 64); 128-byte swizzle); one launch
-of (ceil(Sq / 128), B*H) CTAs of 384 threads, of the kernel `_VARIANT` names (kernel.cu: fa3, fa3p,
+of (B*H, ceil(Sq / 128)) CTAs of 384 threads, of the kernel `_VARIANT` names (kernel.cu: fa3, fa3p,
 fa3pp; only the plain one has run on a GPU, 2026-12-04: six small checks). An input whose address is not 16-byte aligned (the
 TMA's requirement) is copied into an aligned scratch first.
 """
@@ -92,6 +92,6 @@ def solve(q, k, v, causal, o, lse):
             tensor_map(vt, (1, D, 64), swizzle=128, l2_promotion=256))
     smem = _smem(D, _VARIANT)
     f = _function(f"fa3{_VARIANT}_{kind}_d{D}", smem)
-    f((_cdiv(Sq, _BM), bh), (_THREADS,),
+    f((bh, _cdiv(Sq, _BM)), (_THREADS,),
       (*maps, o, lse, np.int32(Sq), np.int32(Sk), np.int32(1 if causal else 0), np.float32(_LOG2E / math.sqrt(D))),
       shared_mem=smem)

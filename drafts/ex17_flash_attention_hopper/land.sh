@@ -29,7 +29,7 @@ D 64 or 128; causal 0 or 1; o (B, H, Sq, D) and lse (B, H, Sq) float32.
 What solve does per call: V transposed into a cached scratch (B*H, D, Sk rounded up to 8), zeros
 past Sk (fa3_transpose_v, timed: it is this solution's cost); three tensor maps (q and k as
 (B*H, S, D), box (1, 128, 64); V^T as (B*H, D, Skp), box (1, D, 64); 128-byte swizzle); one launch
-of (ceil(Sq / 128), B*H) CTAs of 384 threads, of the kernel `_VARIANT` names (kernel.cu: fa3, fa3p,
+of (B*H, ceil(Sq / 128)) CTAs of 384 threads, of the kernel `_VARIANT` names (kernel.cu: fa3, fa3p,
 fa3pp; the default "p" is the pipelined loop, the fastest on the H200). An input whose address is
 not 16-byte aligned (the TMA's requirement) is copied into an aligned scratch first.
 '''

@@ -11,10 +11,13 @@
 // under __CUDA_ARCH_FEAT_SM90_ALL, so tests/test_nvcc.py can still build this file for sm_80-sm_90).
 //
 // Fixed by the launch code (solution.py) and the constants below:
-//   one CTA per 128 query rows (F3_BM) of one (batch, head): grid (ceil(Sq / 128), B * H), 384
+//   one CTA per 128 query rows (F3_BM) of one (batch, head): grid (B * H, ceil(Sq / 128)), 384
 //   threads = 3 warpgroups: warpgroup 0 the producer (one thread issues the TMA loads), warpgroups 1
 //   and 2 the consumers (consumer c owns query rows 64c .. 64c + 63 of the CTA's 128). Key tiles of
-//   128 (F3_BN). Dynamic shared memory F3_SMEM(D): 1024 bytes of slack (align the base to 1024 for
+//   128 (F3_BN). blockIdx.x is the (batch, head) and varies fastest in the order CTAs start;
+//   blockIdx.y the query tile: with causal = 1 take them in reverse (mtile = gridDim.y - 1 -
+//   blockIdx.y: the longest rows of every head first), as ex14's reference does.
+//   Dynamic shared memory F3_SMEM(D): 1024 bytes of slack (align the base to 1024 for
 //   the swizzle atoms), the Q tile, F3_STAGES x (K tile, V^T tile), then 8-byte mbarriers.
 //   Tensor maps, all with 128-byte swizzle, the tensors seen as 3-D (B*H, rows, columns) so that a
 //   box never crosses into the next head and rows past the end read as zeros (they still count in
@@ -262,7 +265,7 @@ __device__ __forceinline__ void fa3_body(const TmaDesc* tq, const TmaDesc* tk, c
 #define F3_BODY(T, D) __trap()   // not sm_90a: wgmma, setmaxnreg and this kernel do not exist
 #endif
 
-// fa3_{f16,bf16}_d{64,128}: launched by solution.py with grid (ceil(Sq / 128), B * H), 384 threads and
+// fa3_{f16,bf16}_d{64,128}: launched by solution.py with grid (B * H, ceil(Sq / 128)), 384 threads and
 // F3_SMEM(D) bytes of dynamic shared memory; scale_log2 = log2(e) / sqrt(D).
 #define F3_KERNEL(NAME, T, D)                                                                             \
     extern "C" __global__ void __launch_bounds__(F3_THREADS, 1)                                           \

@@ -6,7 +6,7 @@ bit patterns (CuPy has no bfloat16 dtype); D 64 or 128; causal: 0 or 1; o (B, H,
 (B, H, Sq): float32. The launch code is complete: per call, V is transposed into a cached scratch
 (B*H, D, Sk rounded up to 8; zeros past Sk) by fa3_transpose_v, three tensor maps are made (q and k
 as (B*H, S, D) with box (1, 128, 64); V^T as (B*H, D, Skp) with box (1, D, 64); 128-byte swizzle),
-and fa3_<type>_d<D> is launched on a (ceil(Sq / 128), B*H) grid of 384 threads with F3_SMEM(D) bytes
+and fa3_<type>_d<D> is launched on a (B*H, ceil(Sq / 128)) grid of 384 threads with F3_SMEM(D) bytes
 of dynamic shared memory. An input that is not 16-byte aligned (the TMA's requirement) is copied into
 an aligned scratch first. Write the kernel body in kernel.cu.
 """
@@ -82,6 +82,6 @@ def solve(q, k, v, causal, o, lse):
             tensor_map(vt, (1, D, 64), swizzle=128, l2_promotion=256))
     smem = _smem(D)
     f = _function(f"fa3_{_KINDS[q.dtype]}_d{D}", smem)
-    f((_cdiv(Sq, _BM), bh), (_THREADS,),
+    f((bh, _cdiv(Sq, _BM)), (_THREADS,),
       (*maps, o, lse, np.int32(Sq), np.int32(Sk), np.int32(1 if causal else 0), np.float32(_LOG2E / math.sqrt(D))),
       shared_mem=smem)
