@@ -29,9 +29,6 @@ The naive kernels (ex09 reference, its uncoalesced fixture, the ex10 fixture) ar
 than 0.5 s per call would be timed by hand with 3 calls. --quick also skips 8192^3 for
 everything. A whole run takes well under a minute on an H200 (--tune: about 40 s more).
 
---tune also checks and times the candidates kept in drafts/ (DRAFTS: drafts/ex12_faster), each
-against its exercise's library row.
-
 The table: shape, variant, median ms, TFLOP/s (2MNK / t), the baseline it is compared with,
 speed-up = t_baseline / t_variant, and for the references the bar:
   ex09 >= 10x its uncoalesced fixture (8192x8192x256, where the lesson shows; ~6x at 4096^3);  ex10 >= 1.5x ex09 (4096^3);
@@ -84,10 +81,7 @@ VARIANTS = {
     "ex12_nomma_bf16": ("ex12", "tests/fixtures/gpu/ex12_gemm_tensorcore_nomma", "bf16", False, True),
     "ex12_fp16acc_f16": ("ex12", "tests/fixtures/gpu/ex12_gemm_tensorcore_fp16acc", "f16", False, False),
     "ex12_fp16acc_bf16": ("ex12", "tests/fixtures/gpu/ex12_gemm_tensorcore_fp16acc", "bf16", False, True),
-    "ex12_fast_f16": ("ex12", "drafts/ex12_faster", "f16", False, True),
-    "ex12_fast_bf16": ("ex12", "drafts/ex12_faster", "bf16", False, True),
 }
-DRAFTS = {"ex12_fast_f16", "ex12_fast_bf16"}    # candidates in drafts/: checked and timed only with --tune
 # Timed rows, in table order: (row name, variant or library call, baseline row, bar or None, bar shapes)
 ROWS = [
     ("cublas_f32", "cublas_f32", None, None, ()),
@@ -115,22 +109,6 @@ TUNE = [
     ("ex12_ref_f16[k64 s4]", "ex12_ref_f16", {"_CONFIG": (2, 4, 64, 4, True, 1)}),
     ("ex12_ref_f16[no persist]", "ex12_ref_f16", {"_PERSIST": False}),
     ("ex12_ref_f16[GROUP_M=8]", "ex12_ref_f16", {"_GROUP_M": 8}),
-    # drafts/ex12_faster (README there): _CONFIG = (WM, WN, BK, STAGES, SWZ, SCHED), _PERSIST, _EPI16
-    ("ex12_fast_f16[default]", "ex12_fast_f16", {}),
-    ("ex12_fast_bf16[default]", "ex12_fast_bf16", {}),
-    ("ex12_fast_f16[ref loop, no persist]", "ex12_fast_f16", {"_CONFIG": (2, 4, 32, 4, False, 0), "_PERSIST": False}),
-    ("ex12_fast_f16[ref loop, persist]", "ex12_fast_f16", {"_CONFIG": (2, 4, 32, 4, False, 0)}),
-    ("ex12_fast_f16[burst swz]", "ex12_fast_f16", {"_CONFIG": (2, 4, 32, 4, True, 0)}),
-    ("ex12_fast_f16[spread pad]", "ex12_fast_f16", {"_CONFIG": (2, 4, 32, 4, False, 1)}),
-    ("ex12_fast_f16[spread no persist]", "ex12_fast_f16", {"_PERSIST": False}),
-    ("ex12_fast_f16[no epi16]", "ex12_fast_f16", {"_EPI16": False}),
-    ("ex12_fast_f16[k32 s5]", "ex12_fast_f16", {"_CONFIG": (2, 4, 32, 5, True, 1)}),
-    ("ex12_fast_f16[k64 s3]", "ex12_fast_f16", {"_CONFIG": (2, 4, 64, 3, True, 1)}),
-    ("ex12_fast_f16[k64 s4]", "ex12_fast_f16", {"_CONFIG": (2, 4, 64, 4, True, 1)}),
-    ("ex12_fast_f16[256x128]", "ex12_fast_f16", {"_CONFIG": (4, 2, 32, 4, True, 1)}),
-    ("ex12_fast_f16[GROUP_M=8]", "ex12_fast_f16", {"_GROUP_M": 8}),
-    ("ex12_fast_f16[mbar k32]", "ex12_fast_f16", {"_CONFIG": (2, 4, 32, 4, True, 2)}),   # mbar last: a wrong
-    ("ex12_fast_f16[mbar k64]", "ex12_fast_f16", {"_CONFIG": (2, 4, 64, 4, True, 2)}),   # parity hangs
 ]
 
 _modules: dict[str, object] = {}
@@ -320,7 +298,7 @@ def main():
     if not args.no_check:
         t0 = time.perf_counter()
         for v, (ex, *_rest) in VARIANTS.items():
-            if ex in only and v not in DRAFTS:
+            if ex in only:
                 ok &= check(v, only)
         if args.tune:
             for label, v, knobs in TUNE:

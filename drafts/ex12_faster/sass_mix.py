@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Instruction mix of the K-tile loop of every GEMM kernel in a kernel.cu, read from its SASS.
 
-    python3 drafts/ex12_faster/sass_mix.py drafts/ex12_faster/kernel.cu solutions/ex12_gemm_tensorcore/kernel.cu
+    python3 drafts/ex12_faster/sass_mix.py solutions/ex12_gemm_tensorcore/kernel.cu
 
 Compiles each file with NVRTC as grading does (sm_90, the grading options; grader.static), disassembles
 with cuobjdump and nvdisasm (tests.draft_kernels.sass_functions: on PATH, under /usr/local/cuda*, or
@@ -80,7 +80,7 @@ def loop_mix(ins):
 def main(argv):
     import pytest
     from tests.draft_kernels import sass_functions
-    for f in argv or [str(Path(__file__).with_name("kernel.cu"))]:
+    for f in argv or [str(Path(__file__).resolve().parents[2] / "solutions" / "ex12_gemm_tensorcore" / "kernel.cu")]:
         path = Path(f).resolve()
         with tempfile.TemporaryDirectory() as d:
             try:

@@ -1,10 +1,11 @@
 // ex12_gemm_tensorcore -- reference solution: C = A @ B with mma.sync, A and B float16 or bfloat16
-// (row-major), C float32, fp32 accumulation. Written as drafts/ex12_faster (which keeps every knob,
-// the mbarrier schedule and the CPU emulation) and promoted with its fastest setting on an H200
-// (2026-12-04, benchmarks/bench_gemm.py --tune): BK = 64, 3 stages, swizzled, spread copies,
-// persistent CTAs, 16-byte epilogue: 0.653x cuBLAS fp16 at 8192^3 (the previous reference: 0.52-0.58x).
+// (row-major), C float32, fp32 accumulation. Written as drafts/ex12_faster (its CPU emulation and
+// tuning notes stay there) and promoted with its fastest setting on an H200 (2026-12-04,
+// benchmarks/bench_gemm.py --tune): BK = 64, 3 stages, swizzled, spread copies, persistent CTAs,
+// 16-byte epilogue: 0.64-0.67x cuBLAS fp16 at 8192^3 while the SM clock holds, 0.58-0.60x once the
+// power cap lowers it (exercises/ex12_gemm_tensorcore/README.md; the previous reference: 0.52-0.59x).
 //
-// Same instructions and the same warp tiling as solutions/ex12_gemm_tensorcore (mma.sync m16n8k16,
+// Same instructions and the same warp tiling as the first reference (mma.sync m16n8k16,
 // ldmatrix[.trans], cp.async 16-byte copies with zero-fill; 8 warps of 64 x 64, 128 fp32 accumulators
 // per thread, fragments double-buffered across k steps). What changes (each one a template
 // parameter or a runtime argument, so that bench_gemm.py --tune can sweep them):
@@ -483,7 +484,7 @@ __device__ __forceinline__ void gemm_body(const T* __restrict__ A, const T* __re
 
 // gemm2_<dtype>_<WM>x<WN>_k<BK>_s<STAGES>_<pad|swz>_<burst|spread|mbar>: one kernel per _CONFIG of
 // solution.py (WM, WN, BK, STAGES, SWZ, SCHED). Every one is 256 threads, one CTA per SM. Only the
-// default and two neighbours are instantiated here (the other schedules: drafts/ex12_faster).
+// default and two neighbours are instantiated (burst and mbar: add a G_BOTH line and a _KERNELS entry).
 #define G_INST(NAME, T, WM, WN, BK, S, SWZ, SCHED)                                                     \
     extern "C" __global__ void __launch_bounds__(32 * WM * WN, 1) NAME(G_ARGS(T))                     \
     { gemm_body<T, WM, WN, BK, S, SWZ, SCHED>(G_PASS); }

@@ -9,7 +9,7 @@ drafts/ex12_faster/README.md).
 
 Knobs (module constants, for benchmarks/bench_gemm.py --tune):
   _CONFIG      (WM, WN, BK, STAGES, SWZ, SCHED): one of the instantiations in kernel.cu (_KERNELS);
-               only SCHED 1 ("spread") is instantiated here (0 "burst" and 2 "mbar": drafts/ex12_faster)
+               only SCHED 1 ("spread") is instantiated (0 "burst" and 2 "mbar" are in kernel.cu's gemm_body)
   _PERSIST     True: grid = min(tiles, SMs * _CTAS_PER_SM), each CTA loops over tiles;
                False: one CTA per tile (the reference's schedule, same kernel)
   _CTAS_PER_SM resident CTAs per SM for the persistent grid (1: 242-250 registers x 256 threads)
